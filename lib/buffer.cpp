@@ -1,0 +1,82 @@
+#include "buffer.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "error.h"
+
+namespace graphrw {
+namespace {
+
+class MappedBuffer final : public Buffer {
+ public:
+  MappedBuffer(void* base, size_t size) : base_(base) {
+    data_ = static_cast<const char*>(base);
+    size_ = size;
+  }
+  ~MappedBuffer() override {
+    if (base_ != nullptr) munmap(base_, size_);
+  }
+
+ private:
+  void* base_;
+};
+
+class OwnedBuffer final : public Buffer {
+ public:
+  explicit OwnedBuffer(std::string bytes) : bytes_(std::move(bytes)) {
+    data_ = bytes_.data();
+    size_ = bytes_.size();
+  }
+
+ private:
+  std::string bytes_;
+};
+
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const Buffer> Buffer::mapFile(const std::filesystem::path& path) {
+  Fd f{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) badInput(path.string() + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  if (fstat(f.fd, &st) != 0) badInput(path.string() + ": cannot stat: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return readFd(f.fd, path.string());
+  size_t size = static_cast<size_t>(st.st_size);
+  if (size == 0) return std::make_shared<OwnedBuffer>(std::string());
+  void* base = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, f.fd, 0);
+  if (base == MAP_FAILED) badInput(path.string() + ": cannot map: " + std::strerror(errno));
+  return std::make_shared<MappedBuffer>(base, size);
+}
+
+std::shared_ptr<const Buffer> Buffer::readFd(int fd, const std::string& what) {
+  std::string bytes;
+  char chunk[1 << 16];
+  for (;;) {
+    ssize_t n = read(fd, chunk, sizeof chunk);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      badInput(what + ": read failed: " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    bytes.append(chunk, static_cast<size_t>(n));
+  }
+  return std::make_shared<OwnedBuffer>(std::move(bytes));
+}
+
+std::shared_ptr<const Buffer> Buffer::fromString(std::string bytes) {
+  return std::make_shared<OwnedBuffer>(std::move(bytes));
+}
+
+}  // namespace graphrw

@@ -1,0 +1,51 @@
+// Immutable byte buffers: a memory-mapped file or bytes read from a stream.
+// Tensor payloads are views into these; the shared_ptr keeps the mapping alive.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace graphrw {
+
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+  std::string_view view() const { return {data_, size_}; }
+
+  // Maps a whole file read-only. Throws Error(BadInput) naming the file.
+  static std::shared_ptr<const Buffer> mapFile(const std::filesystem::path& path);
+  // Reads a file descriptor (stdin, a pipe) to its end into owned memory.
+  static std::shared_ptr<const Buffer> readFd(int fd, const std::string& what);
+  // Takes ownership of a string's bytes.
+  static std::shared_ptr<const Buffer> fromString(std::string bytes);
+
+ protected:
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// A view of bytes that keeps its owner alive. Copying a Bytes never copies the bytes.
+struct Bytes {
+  std::shared_ptr<const Buffer> owner;
+  const char* data = nullptr;
+  size_t size = 0;
+
+  std::string_view view() const { return {data, size}; }
+  bool empty() const { return size == 0; }
+  static Bytes of(std::shared_ptr<const Buffer> buffer) {
+    Bytes b;
+    b.data = buffer->data();
+    b.size = buffer->size();
+    b.owner = std::move(buffer);
+    return b;
+  }
+  static Bytes copyOf(std::string_view s) { return of(Buffer::fromString(std::string(s))); }
+};
+
+}  // namespace graphrw

@@ -1,0 +1,165 @@
+#include "cli.h"
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <iostream>
+
+#include "error.h"
+#include "inspect.h"
+#include "loader.h"
+#include "validate.h"
+#include "writer.h"
+
+namespace fs = std::filesystem;
+
+namespace graphrw::cli {
+namespace {
+
+void setupLogging(int verbosity, bool quiet) {
+  auto logger = spdlog::stderr_logger_st("graphrw");
+  logger->set_pattern("graphrw: %l: %v");
+  spdlog::set_default_logger(logger);
+  if (quiet)
+    spdlog::set_level(spdlog::level::err);
+  else if (verbosity >= 2)
+    spdlog::set_level(spdlog::level::trace);
+  else if (verbosity == 1)
+    spdlog::set_level(spdlog::level::debug);
+  else
+    spdlog::set_level(spdlog::level::info);
+}
+
+// Without -o a command writes beside its input under a name that says what it did.
+std::string outputPath(const std::string& input, const std::string& requested, const std::string& what) {
+  if (!requested.empty()) {
+    if (requested != "-" && input != "-") {
+      std::error_code ec;
+      if (fs::equivalent(input, requested, ec))
+        usageError("refusing to overwrite the input model '" + input + "'; choose another -o");
+    }
+    return requested;
+  }
+  if (input == "-") return "-";
+  fs::path in(input);
+  fs::path ext = in.extension();
+  fs::path out = in.parent_path() / (in.stem().string() + "." + what + (ext.empty() ? ".onnx" : ext.string()));
+  return out.string();
+}
+
+struct ExternalOptions {
+  std::string file;
+  uint64_t threshold = 1024;
+  bool embed = false;
+
+  void add(CLI::App* cmd) {
+    cmd->add_option("--external-data", file,
+                    "Store tensors of at least --size-threshold bytes in this file, beside the output");
+    cmd->add_option("--size-threshold", threshold, "Smallest tensor (bytes) moved by --external-data")
+        ->capture_default_str();
+    cmd->add_flag("--embed-external-data", embed, "Write every tensor into the model itself")->excludes("--external-data");
+  }
+  WriteOptions writeOptions() const {
+    WriteOptions o;
+    if (embed) o.external = ExternalMode::Embed;
+    else if (!file.empty()) o.external = ExternalMode::Move;
+    o.externalFile = file;
+    o.threshold = threshold;
+    return o;
+  }
+};
+
+void writeOut(ir::Model& model, const std::string& path, const WriteOptions& options) {
+  auto result = writeModel(model, path, options);
+  if (path != "-") spdlog::info("wrote {} ({} bytes)", path, result.modelBytes);
+  for (const auto& f : result.dataFiles) spdlog::info("wrote {} ({} bytes of external data)", f, result.externalBytes);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"graphrw: rewrite ONNX graphs for Graphcore IPUs and any ONNX backend"};
+  app.name("graphrw");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("graphrw ") + GRAPHRW_VERSION);
+  int verbosity = 0;
+  bool quiet = false;
+  app.add_flag("-v,--verbose", verbosity, "More logging on stderr (-vv for trace)");
+  app.add_flag("-q,--quiet", quiet, "Only errors on stderr");
+
+  std::string input, output;
+  bool json = false;
+
+  auto* inspect = app.add_subcommand("inspect", "Summarise a model: opsets, ops, functions, weights, PopART attributes");
+  inspect->add_option("model", input, "ONNX model, or - for stdin")->required();
+  inspect->add_flag("--json", json, "Print JSON");
+
+  ExternalOptions external;
+  auto* convert = app.add_subcommand("convert", "Load and write a model again (external data conversion)");
+  convert->add_option("model", input, "ONNX model, or - for stdin")->required();
+  convert->add_option("-o,--output", output, "Output file, or - for stdout (default: MODEL.converted.onnx)");
+  external.add(convert);
+
+  auto* validate = app.add_subcommand("validate", "ONNX checker, strict shape inference, IR verifier, PopART attribute types");
+  validate->add_option("model", input, "ONNX model, or - for stdin")->required();
+  validate->add_flag("--json", json, "Print JSON");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::string msg = e.what();
+    std::cerr << "graphrw: error: " << msg << " (see graphrw --help)\n";
+    return static_cast<int>(ExitCode::Usage);
+  }
+  setupLogging(verbosity, quiet);
+
+  try {
+    if (inspect->parsed()) {
+      auto model = loadModel(input);
+      auto summary = inspectModel(*model);
+      if (json) std::cout << summary.dump(2) << "\n";
+      else std::cout << renderInspection(summary);
+      return 0;
+    }
+    if (convert->parsed()) {
+      std::string out = outputPath(input, output, "converted");
+      auto model = loadModel(input);
+      writeOut(*model, out, external.writeOptions());
+      return 0;
+    }
+    if (validate->parsed()) {
+      auto model = loadModel(input);
+      auto findings = validateModel(*model);
+      if (json) {
+        nlohmann::json j;
+        j["valid"] = findings.empty();
+        j["findings"] = nlohmann::json::array();
+        for (const auto& f : findings) j["findings"].push_back({{"check", f.check}, {"where", f.where}, {"message", f.message}});
+        std::cout << j.dump(2) << "\n";
+      } else {
+        for (const auto& f : findings) {
+          std::string msg = f.message;
+          std::replace(msg.begin(), msg.end(), '\n', ' ');
+          std::cout << f.check << ": " << f.where << ": " << msg << "\n";
+        }
+        if (findings.empty()) std::cout << input << ": valid\n";
+      }
+      return findings.empty() ? 0 : static_cast<int>(ExitCode::Findings);
+    }
+  } catch (const Error& e) {
+    std::cerr << "graphrw: error: " << e.what() << "\n";
+    return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    std::cerr << "graphrw: internal error: " << e.what() << "\n";
+    return static_cast<int>(ExitCode::Internal);
+  }
+  return static_cast<int>(ExitCode::Usage);
+}
+
+}  // namespace graphrw::cli

@@ -1,0 +1,175 @@
+#include "inspect.h"
+
+#include <map>
+#include <sstream>
+
+#include "external_data.h"
+
+namespace graphrw {
+
+using namespace ir;
+using nlohmann::json;
+
+std::string typeString(const onnx::TypeProto* type) {
+  if (!type) return "?";
+  switch (type->value_case()) {
+    case onnx::TypeProto::kTensorType: {
+      const auto& t = type->tensor_type();
+      std::string s = dataTypeName(t.elem_type());
+      if (!t.has_shape()) return s;
+      s += "[";
+      for (int i = 0; i < t.shape().dim_size(); ++i) {
+        const auto& d = t.shape().dim(i);
+        if (i) s += ",";
+        s += d.has_dim_value() ? std::to_string(d.dim_value()) : d.has_dim_param() ? d.dim_param() : "?";
+      }
+      return s + "]";
+    }
+    case onnx::TypeProto::kSequenceType: return "seq(" + typeString(&type->sequence_type().elem_type()) + ")";
+    case onnx::TypeProto::kOptionalType: return "optional(" + typeString(&type->optional_type().elem_type()) + ")";
+    case onnx::TypeProto::kMapType: return "map";
+    case onnx::TypeProto::kSparseTensorType: return std::string("sparse ") + dataTypeName(type->sparse_tensor_type().elem_type());
+    default: return "?";
+  }
+}
+
+namespace {
+
+struct Counts {
+  std::map<std::pair<std::string, std::string>, size_t> ops;  // (domain, op) -> count
+  std::map<FunctionKey, size_t> calls;
+  std::map<std::pair<std::string, std::string>, size_t> popart;  // (name, type) -> count
+  size_t nodes = 0;
+  size_t subgraphs = 0;
+};
+
+void countGraph(const Model& model, Graph& g, Counts& c, bool isSub) {
+  if (isSub) c.subgraphs++;
+  for (const auto& n : g.nodes()) {
+    c.nodes++;
+    c.ops[{isDefaultDomain(n->domain()) ? "ai.onnx" : n->domain(), n->opType()}]++;
+    if (model.findFunction(n->domain(), n->opType(), n->overload()))
+      c.calls[{n->domain(), n->opType(), n->overload()}]++;
+    for (const auto& a : n->attributes())
+      if (a.name().rfind("__", 0) == 0) c.popart[{a.name(), attributeTypeName(a.type())}]++;
+    for (Graph* sub : n->subgraphs()) countGraph(model, *sub, c, true);
+  }
+}
+
+json valueList(const std::vector<ValueInfo>& list) {
+  json out = json::array();
+  for (const auto& vi : list) out.push_back({{"name", vi.value->name()}, {"type", typeString(vi.value->type())}});
+  return out;
+}
+
+}  // namespace
+
+json inspectModel(Model& model) {
+  const auto& r = model.residual();
+  json j;
+  j["ir_version"] = r.ir_version();
+  j["producer"] = {{"name", r.producer_name()}, {"version", r.producer_version()}};
+  j["domain"] = r.domain();
+  j["model_version"] = r.model_version();
+  json opsets = json::array();
+  for (const auto& op : r.opset_import())
+    opsets.push_back({{"domain", op.domain().empty() ? "ai.onnx" : op.domain()}, {"version", op.version()}});
+  j["opset_import"] = opsets;
+
+  Graph& g = model.graph();
+  Counts main;
+  countGraph(model, g, main, false);
+  j["graph"] = {{"name", g.residual().name()},
+                {"inputs", valueList(g.inputs())},
+                {"outputs", valueList(g.outputs())},
+                {"nodes", g.nodeCount()},
+                {"nodes_with_subgraphs", main.nodes},
+                {"subgraphs", main.subgraphs}};
+  json ops = json::array();
+  for (const auto& [key, count] : main.ops) ops.push_back({{"domain", key.first}, {"op_type", key.second}, {"count", count}});
+  j["ops"] = ops;
+
+  // Calls are counted wherever they appear: the main graph, subgraphs and other function bodies.
+  std::map<FunctionKey, size_t> calls = main.calls;
+  std::map<std::pair<std::string, std::string>, size_t> popart = main.popart;
+  json functions = json::array();
+  std::vector<Counts> bodies;
+  for (const auto& f : model.functions()) {
+    Counts c;
+    countGraph(model, f->body(), c, false);
+    for (const auto& [k, n] : c.calls) calls[k] += n;
+    for (const auto& [k, n] : c.popart) popart[k] += n;
+    bodies.push_back(std::move(c));
+  }
+  for (size_t i = 0; i < model.functions().size(); ++i) {
+    const auto& f = model.functions()[i];
+    functions.push_back({{"domain", f->key().domain},
+                         {"name", f->key().name},
+                         {"overload", f->key().overload},
+                         {"nodes", f->body().nodeCount()},
+                         {"calls", calls[f->key()]}});
+  }
+  j["functions"] = functions;
+
+  size_t count = 0;
+  uint64_t bytes = 0;
+  std::map<std::string, std::pair<size_t, uint64_t>> external;
+  model.walkGraphs([&](Graph& graph) {
+    for (const auto& init : graph.initializers()) {
+      const Tensor& t = *init.tensor;
+      count++;
+      uint64_t b = t.storedBytes();
+      bytes += b;
+      if (t.isExternal()) {
+        auto& e = external[parseExternalRef(t.proto()).location];
+        e.first++;
+        e.second += b;
+      }
+    }
+  });
+  json ext = json::array();
+  for (const auto& [loc, e] : external) ext.push_back({{"location", loc}, {"tensors", e.first}, {"bytes", e.second}});
+  j["initializers"] = {{"count", count}, {"bytes", bytes}};
+  j["external_data"] = ext;
+  json pa = json::array();
+  for (const auto& [key, n] : popart) pa.push_back({{"name", key.first}, {"type", key.second}, {"count", n}});
+  j["popart_attributes"] = pa;
+  return j;
+}
+
+std::string renderInspection(const json& j) {
+  std::ostringstream os;
+  os << "ir_version: " << j["ir_version"].get<int64_t>() << "\n";
+  os << "producer: " << j["producer"]["name"].get<std::string>() << " " << j["producer"]["version"].get<std::string>() << "\n";
+  os << "opset_import:";
+  for (const auto& op : j["opset_import"]) os << " " << op["domain"].get<std::string>() << "=" << op["version"].get<int64_t>();
+  os << "\n";
+  const auto& g = j["graph"];
+  os << "graph '" << g["name"].get<std::string>() << "': " << g["nodes"].get<size_t>() << " nodes ("
+     << g["nodes_with_subgraphs"].get<size_t>() << " with " << g["subgraphs"].get<size_t>() << " subgraphs)\n";
+  for (const char* side : {"inputs", "outputs"})
+    for (const auto& v : g[side])
+      os << "  " << (side[0] == 'i' ? "input  " : "output ") << v["name"].get<std::string>() << ": "
+         << v["type"].get<std::string>() << "\n";
+  os << "ops:\n";
+  for (const auto& op : j["ops"])
+    os << "  " << op["count"].get<size_t>() << "\t" << op["domain"].get<std::string>() << "::" << op["op_type"].get<std::string>() << "\n";
+  os << "functions: " << j["functions"].size() << "\n";
+  for (const auto& f : j["functions"]) {
+    os << "  " << f["domain"].get<std::string>() << "::" << f["name"].get<std::string>();
+    if (!f["overload"].get<std::string>().empty()) os << ":" << f["overload"].get<std::string>();
+    os << "  " << f["nodes"].get<size_t>() << " nodes, " << f["calls"].get<size_t>() << " calls\n";
+  }
+  os << "initializers: " << j["initializers"]["count"].get<size_t>() << " (" << j["initializers"]["bytes"].get<uint64_t>()
+     << " bytes)\n";
+  for (const auto& e : j["external_data"])
+    os << "  external " << e["location"].get<std::string>() << ": " << e["tensors"].get<size_t>() << " tensors, "
+       << e["bytes"].get<uint64_t>() << " bytes\n";
+  os << "popart attributes: " << j["popart_attributes"].size() << "\n";
+  for (const auto& a : j["popart_attributes"])
+    os << "  " << a["name"].get<std::string>() << " (" << a["type"].get<std::string>() << "): " << a["count"].get<size_t>()
+       << "\n";
+  return os.str();
+}
+
+}  // namespace graphrw

@@ -1,0 +1,15 @@
+// `graphrw inspect`: a summary of a model, as JSON (and text rendered from it).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "ir.h"
+
+namespace graphrw {
+
+nlohmann::json inspectModel(ir::Model& model);
+std::string renderInspection(const nlohmann::json& summary);
+std::string typeString(const onnx::TypeProto* type);
+
+}  // namespace graphrw

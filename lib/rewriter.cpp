@@ -1,0 +1,93 @@
+#include "rewriter.h"
+
+#include "error.h"
+
+namespace graphrw::ir {
+
+Node* Rewriter::createNode(Graph& g, const Node* before, NodeSpec spec) {
+  auto owned = IrAccess::newNode();
+  std::string name = spec.name.empty() ? std::string() : g.nodeNames().fresh(spec.name);
+  IrAccess::setIdentity(*owned, std::move(name), std::move(spec.opType), std::move(spec.domain), "");
+  auto where = before ? g.position(before) : g.nodes().end();
+  Node* n = g.insertNode(where, std::move(owned));
+  auto& inputs = IrAccess::inputs(*n);
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    inputs.push_back(spec.inputs[i]);
+    Graph::addUse(spec.inputs[i], n, static_cast<int>(i));
+  }
+  auto& outputs = IrAccess::outputs(*n);
+  for (size_t i = 0; i < spec.outputs.size(); ++i) {
+    if (spec.outputs[i].empty()) {
+      outputs.push_back(nullptr);
+      continue;
+    }
+    Value* v = g.addValue(g.names().fresh(spec.outputs[i]));
+    IrAccess::setProducer(*v, n, static_cast<int>(i));
+    outputs.push_back(v);
+  }
+  counts_.nodesAdded++;
+  return n;
+}
+
+void Rewriter::setInput(Node* n, size_t index, Value* v) {
+  auto& inputs = IrAccess::inputs(*n);
+  if (index >= inputs.size()) inputs.resize(index + 1, nullptr);
+  Graph::removeUse(inputs[index], n, static_cast<int>(index));
+  inputs[index] = v;
+  Graph::addUse(v, n, static_cast<int>(index));
+  counts_.nodesChanged++;
+}
+
+void Rewriter::replaceAllUsesWith(Value* from, Value* to, bool graphOutputs) {
+  std::vector<Use> uses = from->uses();  // copy: setInput edits the list
+  for (const Use& u : uses) setInput(u.node, static_cast<size_t>(u.index), to);
+  if (graphOutputs && from->graphOutputCount() > 0) {
+    Graph* g = from->graph();
+    for (size_t i = 0; i < g->outputs().size(); ++i)
+      if (g->outputs()[i].value == from) g->setOutputValue(i, to);
+  }
+}
+
+void Rewriter::eraseNode(Node* n) {
+  Graph* g = n->graph();
+  for (Value* v : n->outputs())
+    if (v && (!v->uses().empty() || v->graphOutputCount() > 0))
+      fail(ExitCode::Internal, "erasing node '" + n->name() + "' whose output '" + v->name() + "' is still used");
+  auto& inputs = IrAccess::inputs(*n);
+  for (size_t i = 0; i < inputs.size(); ++i) Graph::removeUse(inputs[i], n, static_cast<int>(i));
+  inputs.clear();
+  for (Value* v : IrAccess::outputs(*n)) {
+    if (!v) continue;
+    IrAccess::setProducer(*v, nullptr, -1);
+    g->eraseValue(v);
+  }
+  IrAccess::outputs(*n).clear();
+  if (!n->name().empty()) g->nodeNames().erase(n->name());
+  IrAccess::nodes(*g).erase(g->position(n));
+  counts_.nodesRemoved++;
+}
+
+std::string Rewriter::renameValue(Value* v, const std::string& wanted) {
+  if (v->name() == wanted) return wanted;
+  Graph* g = v->graph();
+  auto& index = IrAccess::byName(*g);
+  std::string name = g->names().fresh(wanted);
+  index.erase(v->name());
+  g->names().erase(v->name());
+  IrAccess::setName(*v, name);
+  index.emplace(name, v);
+  counts_.valuesRenamed++;
+  return name;
+}
+
+std::string Rewriter::renameNode(Node* n, const std::string& wanted) {
+  if (n->name() == wanted) return wanted;
+  Graph* g = n->graph();
+  if (!n->name().empty()) g->nodeNames().erase(n->name());
+  std::string name = g->nodeNames().fresh(wanted);
+  IrAccess::setName(*n, name);
+  counts_.nodesChanged++;
+  return name;
+}
+
+}  // namespace graphrw::ir

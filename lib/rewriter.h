@@ -1,0 +1,51 @@
+// The one way passes edit the IR. Every edit keeps use-lists and the name
+// tables right and is counted, so "changed" is derived, never hand-set.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir.h"
+
+namespace graphrw::ir {
+
+struct ChangeCounts {
+  size_t nodesAdded = 0;
+  size_t nodesRemoved = 0;
+  size_t nodesChanged = 0;   // inputs, attributes or names edited in place
+  size_t valuesRenamed = 0;
+  bool any() const { return nodesAdded || nodesRemoved || nodesChanged || valuesRenamed; }
+};
+
+class Rewriter {
+ public:
+  explicit Rewriter(Model& model) : model_(model) {}
+  Model& model() { return model_; }
+  const ChangeCounts& counts() const { return counts_; }
+
+  struct NodeSpec {
+    std::string name;  // made unique in the scope's node-name table ("" stays "")
+    std::string opType;
+    std::string domain;
+    std::vector<Value*> inputs;        // nullptr: missing optional
+    std::vector<std::string> outputs;  // wanted names, made unique; "" = missing optional
+  };
+  // Inserts a node before `before` (nullptr: at the end of the graph).
+  Node* createNode(Graph& g, const Node* before, NodeSpec spec);
+
+  void setInput(Node* n, size_t index, Value* v);
+  // Every node use of `from` (in any scope) reads `to` instead; graph outputs too when asked.
+  void replaceAllUsesWith(Value* from, Value* to, bool graphOutputs = false);
+  // Removes a node whose outputs are unused; its outputs are erased with it.
+  void eraseNode(Node* n);
+  // Renames a value to a fresh name built from `wanted`; returns the name given.
+  std::string renameValue(Value* v, const std::string& wanted);
+  std::string renameNode(Node* n, const std::string& wanted);
+  void markChanged(Node*) { counts_.nodesChanged++; }
+
+ private:
+  Model& model_;
+  ChangeCounts counts_;
+};
+
+}  // namespace graphrw::ir

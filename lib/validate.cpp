@@ -1,0 +1,75 @@
+#include "validate.h"
+
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "external_data.h"
+#include "popart.h"
+#include "verifier.h"
+#include "writer.h"
+
+namespace graphrw {
+
+using namespace ir;
+
+namespace {
+
+void checkStructure(const onnx::ModelProto& proto, const std::string& modelDir) {
+  namespace ck = onnx::checker;
+  if (!proto.has_ir_version()) throw ck::ValidationError("the model has no ir_version");
+  ck::CheckerContext ctx;
+  ctx.set_ir_version(static_cast<int>(proto.ir_version()));
+  std::unordered_map<std::string, int> opsets;
+  for (const auto& op : proto.opset_import()) opsets[op.domain()] = static_cast<int>(op.version());
+  if (opsets.empty()) throw ck::ValidationError("the model has no opset_import");
+  ctx.set_opset_imports(opsets);
+  ctx.set_model_dir(modelDir);
+  ck::LexicalScopeContext lex;
+  ck::check_graph(proto.graph(), ctx, lex);
+  if (proto.ir_version() >= 8) ck::check_model_local_functions(proto, ctx, lex);
+}
+
+void inferStrict(onnx::ModelProto& proto) {
+  onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1, /*data_propagation=*/true);
+  onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), options);
+}
+
+}  // namespace
+
+void onnxCheck(const onnx::ModelProto& proto, const std::string& modelDir) {
+  checkStructure(proto, modelDir);
+  onnx::ModelProto copy = proto;
+  inferStrict(copy);
+}
+
+std::vector<ValidationFinding> validateModel(Model& model) {
+  std::vector<ValidationFinding> findings;
+  std::string dir = model.externalFiles() ? model.externalFiles()->baseDir().string() : ".";
+  onnx::ModelProto proto = toProto(model);
+  try {
+    checkStructure(proto, dir);
+  } catch (const std::exception& e) {
+    findings.push_back({"checker", "model", e.what()});
+  }
+  try {
+    inferStrict(proto);
+  } catch (const std::exception& e) {
+    findings.push_back({"shape-inference", "model", e.what()});
+  }
+  for (auto& f : verify(model)) findings.push_back({"verifier", f.where, f.message});
+  std::function<void(Graph&, const std::string&)> popartCheck = [&](Graph& g, const std::string& where) {
+    for (const auto& n : g.nodes()) {
+      for (const auto& a : n->attributes())
+        if (a.name().rfind("__", 0) == 0)
+          for (auto& problem : popart::checkAttribute(a.proto))
+            findings.push_back({"popart", where, "node '" + n->name() + "' (" + opName(*n) + "): " + problem});
+      for (Graph* sub : n->subgraphs()) popartCheck(*sub, where + " > node '" + n->name() + "'");
+    }
+  };
+  popartCheck(model.graph(), "graph '" + model.graph().residual().name() + "'");
+  for (const auto& f : model.functions()) popartCheck(f->body(), "function " + f->key().str());
+  return findings;
+}
+
+}  // namespace graphrw

@@ -1,0 +1,335 @@
+#include "wire.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace graphrw::wire {
+namespace {
+
+// The message types on the paths from ModelProto to a TensorProto's raw_data.
+enum class Kind { Other, Model, Graph, Function, Node, Attribute, Tensor };
+
+Kind childKind(Kind parent, uint32_t number) {
+  switch (parent) {
+    case Kind::Model:
+      if (number == 7) return Kind::Graph;      // graph
+      if (number == 25) return Kind::Function;  // functions
+      return Kind::Other;
+    case Kind::Graph:
+      if (number == 1) return Kind::Node;    // node
+      if (number == 5) return Kind::Tensor;  // initializer
+      return Kind::Other;
+    case Kind::Function:
+      return number == 7 ? Kind::Node : Kind::Other;  // node
+    case Kind::Node:
+      return number == 5 ? Kind::Attribute : Kind::Other;  // attribute
+    case Kind::Attribute:
+      if (number == 5 || number == 10) return Kind::Tensor;  // t, tensors
+      if (number == 6 || number == 11) return Kind::Graph;   // g, graphs
+      return Kind::Other;
+    default:
+      return Kind::Other;
+  }
+}
+
+constexpr uint32_t kRawData = 9;
+constexpr int kMaxDepth = 100;
+
+}  // namespace
+
+uint64_t Reader::readVarint() {
+  uint64_t value = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (p_ >= end_) throw std::runtime_error("truncated varint");
+    auto byte = static_cast<uint8_t>(*p_++);
+    value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) return value;
+  }
+  throw std::runtime_error("malformed varint");
+}
+
+bool Reader::next(Field& f) {
+  if (p_ >= end_) return false;
+  f.begin = p_;
+  uint64_t tag = readVarint();
+  f.number = static_cast<uint32_t>(tag >> 3);
+  if (f.number == 0 || (tag >> 3) > 0x1fffffff) throw std::runtime_error("invalid field number");
+  auto type = static_cast<uint8_t>(tag & 7);
+  switch (type) {
+    case 0:
+      f.type = WireType::Varint;
+      f.varint = readVarint();
+      break;
+    case 1:
+    case 5: {
+      size_t n = type == 1 ? 8 : 4;
+      if (static_cast<size_t>(end_ - p_) < n) throw std::runtime_error("truncated fixed-width field");
+      f.type = type == 1 ? WireType::Fixed64 : WireType::Fixed32;
+      f.payload = std::string_view(p_, n);
+      p_ += n;
+      break;
+    }
+    case 2: {
+      uint64_t n = readVarint();
+      if (n > static_cast<uint64_t>(end_ - p_)) throw std::runtime_error("truncated length-delimited field");
+      f.type = WireType::Len;
+      f.payload = std::string_view(p_, static_cast<size_t>(n));
+      p_ += n;
+      break;
+    }
+    case 3: {  // a group: skip to its matching end tag
+      f.type = WireType::StartGroup;
+      int depth = 1;
+      while (depth > 0) {
+        Field inner;
+        if (!next(inner)) throw std::runtime_error("unterminated group");
+        if (inner.type == WireType::StartGroup) continue;  // next() already skipped it
+        if (inner.type == WireType::EndGroup) --depth;
+      }
+      break;
+    }
+    case 4:
+      f.type = WireType::EndGroup;
+      break;
+    default:
+      throw std::runtime_error("invalid wire type " + std::to_string(type));
+  }
+  f.end = p_;
+  return true;
+}
+
+size_t varintSize(uint64_t value) {
+  size_t n = 1;
+  while (value >= 0x80) {
+    value >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+void appendVarint(std::string& out, uint64_t value) {
+  while (value >= 0x80) {
+    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
+    value >>= 7;
+  }
+  out.push_back(static_cast<char>(value));
+}
+
+void appendTag(std::string& out, uint32_t number, WireType type) {
+  appendVarint(out, (static_cast<uint64_t>(number) << 3) | static_cast<uint8_t>(type));
+}
+
+void appendLenField(std::string& out, uint32_t number, std::string_view value) {
+  appendTag(out, number, WireType::Len);
+  appendVarint(out, value.size());
+  out.append(value);
+}
+
+std::vector<std::string> lenFields(const google::protobuf::UnknownFieldSet& fields, int number) {
+  std::vector<std::string> result;
+  for (int i = 0; i < fields.field_count(); ++i) {
+    const auto& f = fields.field(i);
+    if (f.number() == number && f.type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
+      result.push_back(f.length_delimited());
+  }
+  return result;
+}
+
+std::optional<uint64_t> lastVarint(const google::protobuf::UnknownFieldSet& fields, int number) {
+  std::optional<uint64_t> result;
+  for (int i = 0; i < fields.field_count(); ++i) {
+    const auto& f = fields.field(i);
+    if (f.number() == number && f.type() == google::protobuf::UnknownField::TYPE_VARINT) result = f.varint();
+  }
+  return result;
+}
+
+bool hasField(const google::protobuf::UnknownFieldSet& fields, int number) {
+  for (int i = 0; i < fields.field_count(); ++i)
+    if (fields.field(i).number() == number) return true;
+  return false;
+}
+
+void sortByNumber(google::protobuf::UnknownFieldSet& fields) {
+  std::vector<int> order(static_cast<size_t>(fields.field_count()));
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return fields.field(a).number() < fields.field(b).number(); });
+  google::protobuf::UnknownFieldSet sorted;
+  for (int i : order) sorted.AddField(fields.field(i));
+  fields.Swap(&sorted);
+}
+
+// ---------------------------------------------------------------------------
+// Loader side: strip payloads.
+
+namespace {
+
+class Stripper {
+ public:
+  Stripper(const std::shared_ptr<const Buffer>& source, size_t threshold, Stripped& result)
+      : source_(source), threshold_(threshold), result_(result) {}
+
+  void message(std::string_view bytes, Kind kind, std::string& out, int depth) {
+    if (depth > kMaxDepth) throw std::runtime_error("messages nested too deeply");
+    Reader r(bytes);
+    Field f;
+    while (r.next(f)) {
+      if (f.type != WireType::Len) {
+        out.append(f.begin, f.end);
+        continue;
+      }
+      if (kind == Kind::Tensor && f.number == kRawData && f.payload.size() >= threshold_) {
+        Bytes view;
+        view.owner = source_;
+        view.data = f.payload.data();
+        view.size = f.payload.size();
+        appendTag(out, kPayloadField, WireType::Varint);
+        appendVarint(out, result_.payloads.size());
+        result_.payloads.push_back(std::move(view));
+        continue;
+      }
+      Kind child = childKind(kind, f.number);
+      if (child == Kind::Other) {
+        out.append(f.begin, f.end);
+        continue;
+      }
+      std::string inner;
+      inner.reserve(std::min<size_t>(f.payload.size(), 1 << 20));
+      message(f.payload, child, inner, depth + 1);
+      appendTag(out, f.number, WireType::Len);
+      appendVarint(out, inner.size());
+      out.append(inner);
+    }
+  }
+
+ private:
+  const std::shared_ptr<const Buffer>& source_;
+  size_t threshold_;
+  Stripped& result_;
+};
+
+}  // namespace
+
+Stripped stripPayloads(const std::shared_ptr<const Buffer>& source, size_t threshold) {
+  Stripped result;
+  Stripper stripper(source, threshold == 0 ? 1 : threshold, result);
+  result.bytes.reserve(std::min<size_t>(source->size(), 64 << 20));
+  stripper.message(source->view(), Kind::Model, result.bytes, 0);
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// Writer side: splice payloads back.
+
+namespace {
+
+class Splicer {
+ public:
+  Splicer(const std::vector<Bytes>& payloads, Spliced& out) : payloads_(payloads), out_(out) {}
+
+  void push(const char* data, size_t size) {
+    if (size == 0) return;
+    auto& pieces = out_.pieces;
+    if (!pieces.empty() && pieces.back().data + pieces.back().size == data)
+      pieces.back().size += size;
+    else
+      pieces.push_back({data, size});
+  }
+
+  void pushHeader(uint32_t number, uint64_t length) {
+    std::string& h = out_.headers.emplace_back();
+    appendTag(h, number, WireType::Len);
+    appendVarint(h, length);
+    push(h.data(), h.size());
+  }
+
+  // Emits `bytes` (a message of `kind`) and returns its new length.
+  uint64_t message(std::string_view bytes, Kind kind) {
+    if (kind == Kind::Tensor) return tensor(bytes);
+    uint64_t length = 0;
+    Reader r(bytes);
+    Field f;
+    while (r.next(f)) {
+      Kind child = f.type == WireType::Len ? childKind(kind, f.number) : Kind::Other;
+      if (child == Kind::Other || !containsPlaceholder(f.payload, child)) {
+        push(f.begin, static_cast<size_t>(f.end - f.begin));
+        length += static_cast<uint64_t>(f.end - f.begin);
+        continue;
+      }
+      // The child's new length is needed before its bytes: emit into a scratch list first.
+      std::vector<Piece> saved;
+      saved.swap(out_.pieces);
+      uint64_t inner = message(f.payload, child);
+      std::vector<Piece> childPieces;
+      childPieces.swap(out_.pieces);
+      out_.pieces.swap(saved);
+      pushHeader(f.number, inner);
+      for (const Piece& p : childPieces) push(p.data, p.size);
+      length += out_.headers.back().size() + inner;
+    }
+    return length;
+  }
+
+ private:
+  uint64_t tensor(std::string_view bytes) {
+    std::vector<Field> fields;
+    std::optional<uint64_t> index;
+    Reader r(bytes);
+    Field f;
+    while (r.next(f)) {
+      if (f.number == kPayloadField && f.type == WireType::Varint)
+        index = f.varint;
+      else
+        fields.push_back(f);
+    }
+    uint64_t length = 0;
+    bool placed = !index.has_value();
+    auto place = [&] {
+      if (*index >= payloads_.size()) throw std::runtime_error("payload placeholder out of range");
+      const Bytes& payload = payloads_[*index];
+      pushHeader(kRawData, payload.size);
+      push(payload.data, payload.size);
+      length += out_.headers.back().size() + payload.size;
+      placed = true;
+    };
+    for (const Field& field : fields) {
+      if (!placed && field.number > kRawData) place();
+      push(field.begin, static_cast<size_t>(field.end - field.begin));
+      length += static_cast<uint64_t>(field.end - field.begin);
+    }
+    if (!placed) place();
+    return length;
+  }
+
+  // Whether a placeholder occurs anywhere below this message. Walks only the
+  // paths that can lead to a tensor, so it is cheap for nodes without tensors.
+  bool containsPlaceholder(std::string_view bytes, Kind kind) {
+    Reader r(bytes);
+    Field f;
+    while (r.next(f)) {
+      if (kind == Kind::Tensor) {
+        if (f.number == kPayloadField) return true;
+        continue;
+      }
+      if (f.type != WireType::Len) continue;
+      Kind child = childKind(kind, f.number);
+      if (child != Kind::Other && containsPlaceholder(f.payload, child)) return true;
+    }
+    return false;
+  }
+
+  const std::vector<Bytes>& payloads_;
+  Spliced& out_;
+};
+
+}  // namespace
+
+Spliced splicePayloads(std::string_view serialized, const std::vector<Bytes>& payloads) {
+  Spliced out;
+  Splicer splicer(payloads, out);
+  out.size = splicer.message(serialized, Kind::Model);
+  return out;
+}
+
+}  // namespace graphrw::wire

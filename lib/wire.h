@@ -1,0 +1,90 @@
+// Protobuf wire-format walking for ONNX models.
+//
+// protobuf's generated parser always copies `bytes` fields, so
+// graphrw parses a model in two steps: stripPayloads() walks the file's bytes
+// and replaces every large TensorProto.raw_data by a small placeholder field
+// that records a view into the file; protobuf then parses the (small) rest.
+// The writer does the reverse: protobuf serializes the model with placeholders,
+// and splicePayloads() puts each payload back in protobuf's own field order,
+// fixing the length of every enclosing message, without copying payloads.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <google/protobuf/unknown_field_set.h>
+
+#include "buffer.h"
+
+namespace graphrw::wire {
+
+enum class WireType : uint8_t { Varint = 0, Fixed64 = 1, Len = 2, StartGroup = 3, EndGroup = 4, Fixed32 = 5 };
+
+// The unknown field that stands in for a payload while the model is a protobuf
+// message: a varint index into the payload table. No ONNX field uses it.
+constexpr uint32_t kPayloadField = 536870000;
+
+struct Field {
+  uint32_t number = 0;
+  WireType type = WireType::Varint;
+  const char* begin = nullptr;  // first byte of the tag
+  const char* end = nullptr;    // one past the value
+  uint64_t varint = 0;          // the value, for Varint
+  std::string_view payload;     // the value, for Len (and the raw bytes of fixed-width values)
+};
+
+// Reads the fields of one message in order. Throws std::runtime_error on bytes
+// that are not a protobuf message (truncated, bad varint, bad wire type).
+class Reader {
+ public:
+  explicit Reader(std::string_view bytes) : p_(bytes.data()), end_(bytes.data() + bytes.size()) {}
+  bool next(Field& field);
+  size_t offset(const char* base) const { return static_cast<size_t>(p_ - base); }
+
+ private:
+  uint64_t readVarint();
+  const char* p_;
+  const char* end_;
+};
+
+void appendVarint(std::string& out, uint64_t value);
+void appendTag(std::string& out, uint32_t number, WireType type);
+size_t varintSize(uint64_t value);
+
+// Helpers for unknown fields. Fields newer than ONNX 1.12 (NodeProto.overload,
+// FunctionProto.attribute_proto, value_info, ...) arrive there.
+std::vector<std::string> lenFields(const google::protobuf::UnknownFieldSet& fields, int number);
+std::optional<uint64_t> lastVarint(const google::protobuf::UnknownFieldSet& fields, int number);
+bool hasField(const google::protobuf::UnknownFieldSet& fields, int number);
+// Stably sorts by field number: the order protobuf writes known fields in.
+void sortByNumber(google::protobuf::UnknownFieldSet& fields);
+void appendLenField(std::string& out, uint32_t number, std::string_view value);
+
+// Loader side.
+struct Stripped {
+  std::string bytes;            // the model with large raw_data replaced by placeholders
+  std::vector<Bytes> payloads;  // views into the source buffer, by placeholder index
+};
+// Throws std::runtime_error with a message saying what is malformed.
+Stripped stripPayloads(const std::shared_ptr<const Buffer>& source, size_t threshold);
+
+// Writer side.
+struct Piece {
+  const char* data;
+  size_t size;
+};
+class Spliced {
+ public:
+  std::vector<Piece> pieces;
+  uint64_t size = 0;
+  std::deque<std::string> headers;  // owns the re-encoded tags and lengths the pieces point at
+};
+// `serialized` must outlive the result; so must the payloads' owners.
+Spliced splicePayloads(std::string_view serialized, const std::vector<Bytes>& payloads);
+
+}  // namespace graphrw::wire

@@ -1,0 +1,356 @@
+#include "writer.h"
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <set>
+
+#include "atomic_file.h"
+#include "error.h"
+#include "external_data.h"
+#include "wire.h"
+
+namespace fs = std::filesystem;
+
+namespace graphrw {
+namespace {
+
+using namespace ir;
+
+constexpr int kNodeOverload = 8;
+constexpr int kFunctionValueInfo = 12;
+constexpr int kFunctionOverload = 13;
+constexpr uint64_t kProtobufLimit = INT32_MAX;
+
+// Tensor data bound for an external data file.
+struct DataFile {
+  std::string location;
+  std::vector<Bytes> chunks;  // payloads, with zero padding between them
+  uint64_t size = 0;
+  std::string padding = std::string(4096, '\0');
+
+  uint64_t append(const Bytes& bytes) {
+    uint64_t align = bytes.size >= 65536 ? 4096 : 16;
+    uint64_t pad = (align - size % align) % align;
+    if (pad) {
+      Bytes zeros;
+      zeros.data = padding.data();
+      zeros.size = pad;
+      chunks.push_back(zeros);
+      size += pad;
+    }
+    uint64_t offset = size;
+    chunks.push_back(bytes);
+    size += bytes.size;
+    return offset;
+  }
+};
+
+void setExternal(onnx::TensorProto& out, const std::string& location, uint64_t offset, uint64_t length) {
+  google::protobuf::RepeatedPtrField<onnx::StringStringEntryProto> kept;
+  for (const auto& e : out.external_data())
+    if (e.key() != "location" && e.key() != "offset" && e.key() != "length" && e.key() != "checksum") *kept.Add() = e;
+  out.clear_external_data();
+  auto add = [&](const char* k, const std::string& v) {
+    auto* e = out.add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  };
+  add("location", location);
+  add("offset", std::to_string(offset));
+  add("length", std::to_string(length));
+  for (auto& e : kept) *out.add_external_data() = std::move(e);
+  out.set_data_location(onnx::TensorProto::EXTERNAL);
+  out.clear_raw_data();
+}
+
+// New fields join the unknown fields in field-number order, as protobuf would write them.
+void addSorted(google::protobuf::UnknownFieldSet* unknown, std::vector<std::pair<int, std::string>> extra) {
+  if (extra.empty()) return;
+  for (auto& [number, bytes] : extra) unknown->AddLengthDelimited(number, bytes);
+  wire::sortByNumber(*unknown);
+}
+
+class ProtoBuilder {
+ public:
+  // materialize: copy payloads into raw_data instead of leaving placeholders.
+  ProtoBuilder(bool materialize, const WriteOptions& options, bool relocate, DataFile* data)
+      : materialize_(materialize), options_(options), relocate_(relocate), data_(data) {}
+
+  std::vector<Bytes> payloads;
+
+  void model(const Model& m, onnx::ModelProto& out) {
+    out = m.residual();
+    graph(m.graph(), *out.mutable_graph());
+    for (const auto& f : m.functions()) function(*f, *out.add_functions());
+  }
+
+ private:
+  void inlineBytes(const Bytes& bytes, onnx::TensorProto& out) {
+    if (materialize_) {
+      out.set_raw_data(bytes.data, bytes.size);
+      return;
+    }
+    // Placeholder, spliced back as raw_data by the writer.
+    out.mutable_unknown_fields()->AddVarint(wire::kPayloadField, payloads.size());
+    payloads.push_back(bytes);
+  }
+
+  bool movable(const Tensor& t, uint64_t size) const {
+    return options_.external == ExternalMode::Move && data_ && size >= options_.threshold &&
+           t.dataType() != onnx::TensorProto::STRING;
+  }
+
+  void tensor(const Tensor& t, onnx::TensorProto& out, const std::string& name) {
+    out = t.proto();
+    if (out.name() != name && !(name.empty() && !out.has_name())) out.set_name(name);
+    if (t.isExternal()) {
+      if (materialize_) return;
+      bool keep = options_.external == ExternalMode::Keep && !relocate_;
+      if (keep) return;
+      Bytes bytes = t.externalBytes();
+      if (options_.external == ExternalMode::Embed || (options_.external == ExternalMode::Move && !movable(t, bytes.size))) {
+        out.clear_external_data();
+        out.clear_data_location();
+        inlineBytes(bytes, out);
+      } else {
+        uint64_t offset = data_->append(bytes);
+        setExternal(out, data_->location, offset, bytes.size);
+      }
+      return;
+    }
+    std::optional<Bytes> raw = t.rawView();
+    if (!raw && out.has_raw_data() && movable(t, out.raw_data().size())) raw = Bytes::copyOf(out.raw_data());
+    if (!raw) return;
+    if (movable(t, raw->size)) {
+      uint64_t offset = data_->append(*raw);
+      setExternal(out, data_->location, offset, raw->size);
+    } else {
+      inlineBytes(*raw, out);
+    }
+  }
+
+  void attribute(const Attribute& a, onnx::AttributeProto& out) {
+    out = a.proto;
+    if (a.t) tensor(*a.t, *out.mutable_t(), a.t->proto().name());
+    for (const auto& t : a.tensors) tensor(t, *out.add_tensors(), t.proto().name());
+    if (a.g) graph(*a.g, *out.mutable_g());
+    for (const auto& g : a.graphs) graph(*g, *out.add_graphs());
+  }
+
+
+  void node(const Node& n, onnx::NodeProto& out) {
+    out = n.residual();
+    const auto& r = n.residual();
+    if (!n.name().empty() || r.has_name()) out.set_name(n.name()); else out.clear_name();
+    if (!n.opType().empty() || r.has_op_type()) out.set_op_type(n.opType()); else out.clear_op_type();
+    if (!n.domain().empty() || r.has_domain()) out.set_domain(n.domain()); else out.clear_domain();
+    for (const Value* v : n.inputs()) out.add_input(v ? v->name() : std::string());
+    for (const Value* v : n.outputs()) out.add_output(v ? v->name() : std::string());
+    for (const auto& a : n.attributes()) attribute(a, *out.add_attribute());
+    if (!n.overload().empty()) addSorted(out.mutable_unknown_fields(), {{kNodeOverload, n.overload()}});
+  }
+
+  static void valueInfo(const ValueInfo& vi, onnx::ValueInfoProto& out) {
+    out = vi.info;
+    if (out.name() != vi.value->name()) out.set_name(vi.value->name());
+  }
+
+  void graph(const Graph& g, onnx::GraphProto& out) {
+    out = g.residual();
+    out.mutable_node()->Reserve(static_cast<int>(g.nodeCount()));
+    for (const auto& n : g.nodes()) node(*n, *out.add_node());
+    for (const auto& init : g.initializers()) tensor(*init.tensor, *out.add_initializer(), init.value->name());
+    for (const auto& sp : g.sparseInitializers()) {
+      auto* s = out.add_sparse_initializer();
+      *s = sp.proto;
+      if (s->values().name() != sp.value->name()) s->mutable_values()->set_name(sp.value->name());
+    }
+    for (const auto& vi : g.inputs()) valueInfo(vi, *out.add_input());
+    for (const auto& vi : g.outputs()) valueInfo(vi, *out.add_output());
+    for (const auto& vi : g.valueInfo()) valueInfo(vi, *out.add_value_info());
+  }
+
+  void function(const Function& f, onnx::FunctionProto& out) {
+    out = f.residual();
+    const auto& key = f.key();
+    if (!key.name.empty() || f.residual().has_name()) out.set_name(key.name);
+    if (!key.domain.empty() || f.residual().has_domain()) out.set_domain(key.domain);
+    const Graph& body = f.body();
+    for (const auto& vi : body.inputs()) out.add_input(vi.value->name());
+    for (const auto& vi : body.outputs()) out.add_output(vi.value->name());
+    for (const auto& n : body.nodes()) node(*n, *out.add_node());
+    std::vector<std::pair<int, std::string>> extra;
+    for (const auto& vi : body.valueInfo()) {
+      onnx::ValueInfoProto p;
+      valueInfo(vi, p);
+      extra.emplace_back(kFunctionValueInfo, p.SerializeAsString());
+    }
+    if (!key.overload.empty()) extra.emplace_back(kFunctionOverload, key.overload);
+    addSorted(out.mutable_unknown_fields(), std::move(extra));
+  }
+
+  bool materialize_;
+  const WriteOptions& options_;
+  bool relocate_;
+  DataFile* data_;
+};
+
+void writePieces(int fd, const std::vector<wire::Piece>& pieces, const std::string& what) {
+  std::vector<iovec> iov;
+  iov.reserve(std::min<size_t>(pieces.size(), IOV_MAX));
+  size_t i = 0;
+  while (i < pieces.size()) {
+    iov.clear();
+    size_t batchBytes = 0;
+    for (; i < pieces.size() && iov.size() < IOV_MAX && batchBytes < (1u << 30); ++i) {
+      iov.push_back({const_cast<char*>(pieces[i].data), pieces[i].size});
+      batchBytes += pieces[i].size;
+    }
+    size_t k = 0;
+    while (k < iov.size()) {
+      ssize_t n = writev(fd, iov.data() + k, static_cast<int>(std::min<size_t>(iov.size() - k, IOV_MAX)));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        fail(ExitCode::OutputFailed, what + ": write failed: " + std::strerror(errno));
+      }
+      auto left = static_cast<size_t>(n);
+      while (k < iov.size() && left >= iov[k].iov_len) left -= iov[k++].iov_len;
+      if (k < iov.size() && left > 0) {
+        iov[k].iov_base = static_cast<char*>(iov[k].iov_base) + left;
+        iov[k].iov_len -= left;
+      }
+    }
+  }
+}
+
+bool hasExternalTensors(const Model& m) {
+  bool found = false;
+  const_cast<Model&>(m).walkGraphs([&](Graph& g) {
+    for (const auto& i : g.initializers()) found |= i.tensor->isExternal();
+    for (const auto& n : g.nodes())
+      for (const auto& a : n->attributes()) {
+        if (a.t) found |= a.t->isExternal();
+        for (const auto& t : a.tensors) found |= t.isExternal();
+      }
+  });
+  return found;
+}
+
+std::set<fs::path> externalSources(const Model& m) {
+  std::set<fs::path> files;
+  auto add = [&](const Tensor& t) {
+    if (!t.isExternal() || !t.externalFiles()) return;
+    std::error_code ec;
+    files.insert(fs::weakly_canonical(t.externalFiles()->baseDir() / parseExternalRef(t.proto()).location, ec));
+  };
+  const_cast<Model&>(m).walkGraphs([&](Graph& g) {
+    for (const auto& i : g.initializers()) add(*i.tensor);
+    for (const auto& n : g.nodes())
+      for (const auto& a : n->attributes()) {
+        if (a.t) add(*a.t);
+        for (const auto& t : a.tensors) add(t);
+      }
+  });
+  return files;
+}
+
+bool sameDir(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  bool same = fs::equivalent(a.empty() ? "." : a, b.empty() ? "." : b, ec);
+  return !ec && same;
+}
+
+}  // namespace
+
+onnx::ModelProto toProto(const Model& model) {
+  WriteOptions options;
+  ProtoBuilder builder(true, options, false, nullptr);
+  onnx::ModelProto proto;
+  builder.model(model, proto);
+  return proto;
+}
+
+std::string serialize(const Model& model) {
+  WriteOptions options;
+  ProtoBuilder builder(false, options, false, nullptr);
+  onnx::ModelProto proto;
+  builder.model(model, proto);
+  std::string bytes = proto.SerializeAsString();
+  auto spliced = wire::splicePayloads(bytes, builder.payloads);
+  std::string out;
+  out.reserve(spliced.size);
+  for (const auto& p : spliced.pieces) out.append(p.data, p.size);
+  return out;
+}
+
+WriteResult writeModel(Model& model, const std::string& path, const WriteOptions& options) {
+  const bool toStdout = path == "-";
+  fs::path outDir = toStdout ? fs::current_path() : fs::path(path).parent_path();
+  if (outDir.empty()) outDir = ".";
+
+  // Where external data goes.
+  bool relocate = false;
+  DataFile data;
+  bool useData = false;
+  if (options.external == ExternalMode::Move) {
+    if (options.externalFile.empty()) usageError("--external-data needs a file name");
+    useData = true;
+    data.location = options.externalFile;
+  } else if (options.external == ExternalMode::Keep && hasExternalTensors(model)) {
+    const auto& ext = model.externalFiles();
+    if (!ext || !sameDir(ext->baseDir(), outDir)) {
+      if (toStdout)
+        usageError("the model has external data that would not be found beside standard output; "
+                   "use --embed-external-data, or write to a file with -o");
+      relocate = true;
+      useData = true;
+      data.location = fs::path(path).filename().string() + ".data";
+    }
+  }
+  if (useData) {
+    // The location is ours to choose, but must obey the rules we enforce on input.
+    ExternalFiles(outDir).resolve(data.location);
+    std::error_code ec;
+    fs::path target = fs::weakly_canonical(outDir / data.location, ec);
+    if (externalSources(model).count(target))
+      usageError("external data file '" + data.location + "' is read by the input model; choose another name");
+  }
+
+  ProtoBuilder builder(false, options, relocate, useData ? &data : nullptr);
+  onnx::ModelProto proto;
+  builder.model(model, proto);
+  std::string bytes = proto.SerializeAsString();
+  auto spliced = wire::splicePayloads(bytes, builder.payloads);
+  if (spliced.size > kProtobufLimit)
+    usageError("the model would be " + std::to_string(spliced.size) +
+               " bytes, over protobuf's 2 GB limit; store the weights outside it with --external-data FILE");
+
+  WriteResult result;
+  result.modelBytes = spliced.size;
+  std::unique_ptr<AtomicFile> dataOut;
+  if (useData && !data.chunks.empty()) {
+    dataOut = std::make_unique<AtomicFile>(outDir / data.location);
+    std::vector<wire::Piece> pieces;
+    pieces.reserve(data.chunks.size());
+    for (const auto& c : data.chunks) pieces.push_back({c.data, c.size});
+    writePieces(dataOut->fd(), pieces, dataOut->target().string());
+    result.externalBytes = data.size;
+    result.dataFiles.push_back((outDir / data.location).string());
+  }
+  if (toStdout) {
+    if (dataOut) dataOut->commit();
+    writePieces(STDOUT_FILENO, spliced.pieces, "<stdout>");
+  } else {
+    AtomicFile out(path);
+    writePieces(out.fd(), spliced.pieces, path);
+    if (dataOut) dataOut->commit();
+    out.commit();
+  }
+  return result;
+}
+
+}  // namespace graphrw

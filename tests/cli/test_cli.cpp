@@ -1,0 +1,177 @@
+// End-to-end: the built graphrw binary on files, pipes and exit codes.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "models.h"
+#include "support.h"
+
+namespace fs = std::filesystem;
+using graphrw::test::run;
+
+namespace {
+
+std::string bin() { return graphrw::test::graphrwBin(); }
+std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+
+size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+fs::path smallModel(const graphrw::test::TempDir& dir) {
+  auto proto = graphrw::test::parseModel(graphrw::test::kSmallModel);
+  graphrw::test::toRawData(proto);
+  graphrw::test::writeProto(proto, dir / "m.onnx");
+  return dir / "m.onnx";
+}
+
+}  // namespace
+
+TEST_CASE("version, help and usage errors", "[cli]") {
+  auto v = run(bin() + " --version");
+  CHECK(v.status == 0);
+  CHECK_THAT(v.out, Catch::StartsWith("graphrw "));
+  for (const char* cmd : {"", " inspect", " convert", " validate"}) {
+    auto h = run(bin() + cmd + " --help");
+    CHECK(h.status == 0);
+    CHECK_THAT(h.out, Catch::Contains("Usage"));
+  }
+  auto none = run(bin());
+  CHECK(none.status == 2);
+  auto missing = run(bin() + " convert");
+  CHECK(missing.status == 2);
+  CHECK(lines(missing.err) == 1);
+  CHECK_THAT(missing.err, Catch::StartsWith("graphrw: error:"));
+  auto unknown = run(bin() + " inspect x.onnx --bogus");
+  CHECK(unknown.status == 2);
+  CHECK_THAT(unknown.err, Catch::Contains("--bogus"));
+}
+
+TEST_CASE("inspect reports ops, functions, weights and PopART attributes", "[cli]") {
+  graphrw::test::TempDir dir;
+  auto proto = graphrw::test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17, "local" : 1]>
+main (float[2,4] X) => (float[2,4] Y) <float[4,4] W = {1,0,0,0, 0,1,0,0, 0,0,1,0, 0,0,0,1}> {
+  H = MatMul <__ipu_number = 0> (X, W)
+  A = local.Layer (H)
+  Y = local.Layer <__ipu_number = 1> (A)
+}
+<domain: "local", opset_import: ["" : 17]>
+Layer (x) => (y) {
+  y = Relu <__recompute_output_in_backward_pass = 2> (x)
+}
+)");
+  graphrw::test::writeProto(proto, dir / "m.onnx");
+  auto r = run(bin() + " inspect --json " + q(dir / "m.onnx"));
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["ir_version"] == 8);
+  CHECK(j["graph"]["nodes"] == 3);
+  REQUIRE(j["functions"].size() == 1);
+  CHECK(j["functions"][0]["name"] == "Layer");
+  CHECK(j["functions"][0]["calls"] == 2);
+  CHECK(j["initializers"]["count"] == 1);
+  CHECK(j["initializers"]["bytes"] == 64);
+  bool sawIpu = false, sawRecompute = false;
+  for (const auto& a : j["popart_attributes"]) {
+    if (a["name"] == "__ipu_number") {
+      sawIpu = true;
+      CHECK(a["type"] == "INT");
+      CHECK(a["count"] == 2);
+    }
+    if (a["name"] == "__recompute_output_in_backward_pass") sawRecompute = true;
+  }
+  CHECK(sawIpu);
+  CHECK(sawRecompute);
+  auto text = run(bin() + " inspect " + q(dir / "m.onnx"));
+  CHECK(text.status == 0);
+  CHECK_THAT(text.out, Catch::Contains("local::Layer  1 nodes, 2 calls"));
+}
+
+TEST_CASE("convert: default output name, never the input, identical bytes", "[cli]") {
+  graphrw::test::TempDir dir;
+  auto m = smallModel(dir);
+  std::string before = graphrw::test::readFile(m);
+  auto r = run(bin() + " convert " + q(m));
+  REQUIRE(r.status == 0);
+  CHECK(graphrw::test::readFile(dir / "m.converted.onnx") == before);
+  CHECK(graphrw::test::readFile(m) == before);
+  CHECK(r.out.empty());  // stdout stays clean for data
+
+  auto same = run(bin() + " convert " + q(m) + " -o " + q(m));
+  CHECK(same.status == 2);
+  CHECK_THAT(same.err, Catch::Contains("refusing to overwrite the input"));
+  CHECK(graphrw::test::readFile(m) == before);
+}
+
+TEST_CASE("bad input: one line, exit 3, existing output untouched", "[cli][errors]") {
+  graphrw::test::TempDir dir;
+  graphrw::test::writeFile(dir / "broken.onnx", "this is not a model");
+  graphrw::test::writeFile(dir / "out.onnx", "keep me");
+  auto r = run(bin() + " convert " + q(dir / "broken.onnx") + " -o " + q(dir / "out.onnx"));
+  CHECK(r.status == 3);
+  CHECK(lines(r.err) == 1);
+  CHECK_THAT(r.err, Catch::Contains("broken.onnx") && Catch::Contains("not an ONNX model"));
+  CHECK(graphrw::test::readFile(dir / "out.onnx") == "keep me");
+  auto missing = run(bin() + " inspect " + q(dir / "absent.onnx"));
+  CHECK(missing.status == 3);
+  CHECK_THAT(missing.err, Catch::Contains("absent.onnx"));
+  size_t files = 0;
+  for (auto it = fs::directory_iterator(dir.path()); it != fs::directory_iterator(); ++it) ++files;
+  CHECK(files == 2);
+}
+
+TEST_CASE("stdin and stdout pipelines", "[cli]") {
+  graphrw::test::TempDir dir;
+  auto m = smallModel(dir);
+  auto r = run("cat " + q(m) + " | " + bin() + " convert - -o - | " + bin() + " convert - -o " + q(dir / "out.onnx"));
+  REQUIRE(r.status == 0);
+  CHECK(graphrw::test::readFile(dir / "out.onnx") == graphrw::test::readFile(m));
+  auto inspect = run(bin() + " inspect --json -", m.string());
+  CHECK(inspect.status == 0);
+  CHECK(nlohmann::json::parse(inspect.out)["graph"]["nodes"] == 2);
+}
+
+TEST_CASE("convert moves weights to external data and back", "[cli][external]") {
+  graphrw::test::TempDir dir;
+  auto m = smallModel(dir);
+  auto r = run(bin() + " convert " + q(m) + " -o " + q(dir / "ext.onnx") + " --external-data w.bin --size-threshold 16");
+  REQUIRE(r.status == 0);
+  CHECK(fs::file_size(dir / "w.bin") == 64);
+  CHECK(fs::file_size(dir / "ext.onnx") < fs::file_size(m));
+  auto back = run(bin() + " convert " + q(dir / "ext.onnx") + " -o " + q(dir / "back.onnx") + " --embed-external-data");
+  REQUIRE(back.status == 0);
+  CHECK(graphrw::test::readFile(dir / "back.onnx") == graphrw::test::readFile(m));
+  auto both = run(bin() + " convert " + q(m) + " --external-data a.bin --embed-external-data");
+  CHECK(both.status == 2);
+}
+
+TEST_CASE("validate: findings and exit codes", "[cli][validate]") {
+  graphrw::test::TempDir dir;
+  auto ok = run(bin() + " validate " + q(smallModel(dir)));
+  CHECK(ok.status == 0);
+  CHECK_THAT(ok.out, Catch::Contains("valid"));
+
+  auto wrongType = graphrw::test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (float[2] X) => (float[2] Y) {
+  Y = Relu <__ipu_number = 1.0, __outline = ["a"]> (X)
+}
+)");
+  graphrw::test::writeProto(wrongType, dir / "popart.onnx");
+  auto p = run(bin() + " validate --json " + q(dir / "popart.onnx"));
+  CHECK(p.status == 1);
+  auto j = nlohmann::json::parse(p.out);
+  CHECK(j["valid"] == false);
+  std::string all = j["findings"].dump();
+  CHECK_THAT(all, Catch::Contains("__ipu_number") && Catch::Contains("PopART reads it as INT"));
+  CHECK_THAT(all, Catch::Contains("odd number"));
+
+  auto badShape = graphrw::test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (float[2,3] X, float[4,5] Z) => (float[2,5] Y) {
+  Y = MatMul(X, Z)
+}
+)");
+  graphrw::test::writeProto(badShape, dir / "shape.onnx");
+  auto s = run(bin() + " validate " + q(dir / "shape.onnx"));
+  CHECK(s.status == 1);
+  CHECK_THAT(s.out, Catch::Contains("shape-inference"));
+}

@@ -1,0 +1,42 @@
+// Helpers shared by graphrw's tests.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <string>
+
+namespace graphrw::test {
+
+// Parses ONNX's textual syntax (onnx/defs/parser.h); fails the test on a parse error.
+onnx::ModelProto parseModel(const std::string& text);
+// Parses a whole file's bytes as a ModelProto with protobuf; fails the test if it cannot.
+onnx::ModelProto readProto(const std::filesystem::path& path);
+void writeProto(const onnx::ModelProto& proto, const std::filesystem::path& path);
+std::string readFile(const std::filesystem::path& path);
+void writeFile(const std::filesystem::path& path, const std::string& bytes);
+// Field-by-field equality (google::protobuf::util::MessageDifferencer); fills `diff`.
+bool sameMessage(const google::protobuf::Message& a, const google::protobuf::Message& b, std::string* diff = nullptr);
+
+// A fresh empty folder under the system temp folder, removed at scope exit.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Runs a shell command; returns its exit status and captures stdout/stderr.
+struct RunResult {
+  int status;
+  std::string out;
+  std::string err;
+};
+RunResult run(const std::string& command, const std::string& stdinFile = "");
+std::string graphrwBin();
+
+}  // namespace graphrw::test

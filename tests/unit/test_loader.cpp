@@ -1,0 +1,183 @@
+#include <catch2/catch.hpp>
+
+#include "error.h"
+#include "loader.h"
+#include "models.h"
+#include "support.h"
+#include "writer.h"
+
+using namespace graphrw;
+using namespace graphrw::ir;
+
+namespace {
+
+std::unique_ptr<Model> loadBytes(const std::string& bytes) {
+  return loadModel(Buffer::fromString(bytes), ".", "test.onnx");
+}
+
+std::string loadError(const std::string& bytes) {
+  try {
+    loadBytes(bytes);
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::BadInput);
+    return e.what();
+  }
+  FAIL("the model loaded");
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("the loader builds the IR: values, producers, uses, functions", "[loader]") {
+  auto proto = test::parseModel(test::kSmallModel);
+  test::toRawData(proto);
+  auto model = loadBytes(proto.SerializeAsString());
+  Graph& g = model->graph();
+  REQUIRE(g.nodeCount() == 2);
+  Node* matmul = g.nodes().front().get();
+  Node* call = g.nodes().back().get();
+  CHECK(matmul->opType() == "MatMul");
+  CHECK(call->domain() == "local");
+  Value* h = g.findLocal("H");
+  REQUIRE(h);
+  CHECK(h->producer() == matmul);
+  REQUIRE(h->uses().size() == 1);
+  CHECK(h->uses()[0].node == call);
+  Value* w = g.findLocal("W");
+  REQUIRE(w);
+  CHECK(w->isInitializer());
+  REQUIRE(w->initializer()->rawView());
+  CHECK(w->initializer()->rawView()->size == 64);
+  CHECK(g.findLocal("Y")->graphOutputCount() == 1);
+  CHECK(g.findLocal("X")->isGraphInput());
+  REQUIRE(model->functions().size() == 1);
+  Function* fn = model->findFunction("local", "Layer");
+  REQUIRE(fn);
+  CHECK(fn->body().inputs().size() == 1);
+  CHECK(fn->body().nodeCount() == 1);
+  CHECK(fn->attributeNames() == std::vector<std::string>{"alpha"});
+  CHECK(model->opsetVersion("local") == 1);
+  CHECK(model->opsetVersion("") == 17);
+}
+
+TEST_CASE("subgraphs resolve outer-scope values", "[loader]") {
+  auto proto = test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (bool C, float[2] X) => (float[2] Y) {
+  Y = If (C) <then_branch = g1 () => (float[2] t) { t = Relu(X) }, else_branch = g2 () => (float[2] e) { e = Neg(X) }>
+}
+)");
+  auto model = loadBytes(proto.SerializeAsString());
+  Value* x = model->graph().findLocal("X");
+  REQUIRE(x);
+  // Used by the Relu and the Neg inside the branches, not by the If itself.
+  REQUIRE(x->uses().size() == 2);
+  for (const Use& u : x->uses()) CHECK(u.node->graph()->parent() == &model->graph());
+  Node* ifNode = model->graph().nodes().front().get();
+  CHECK(ifNode->subgraphs().size() == 2);
+  CHECK(ifNode->subgraphs()[0]->parentNode() == ifNode);
+}
+
+TEST_CASE("fields newer than ONNX 1.12 are read and kept", "[loader]") {
+  auto proto = test::parseModel(test::kSmallModel);
+  proto.set_ir_version(10);
+  // NodeProto.overload = 8
+  proto.mutable_graph()->mutable_node(1)->mutable_unknown_fields()->AddLengthDelimited(8, "v2");
+  auto* fn = proto.mutable_functions(0);
+  // FunctionProto.attribute_proto = 11 (a default), value_info = 12, overload = 13, metadata_props = 14
+  onnx::AttributeProto def;
+  def.set_name("beta");
+  def.set_type(onnx::AttributeProto::FLOAT);
+  def.set_f(0.25f);
+  fn->mutable_unknown_fields()->AddLengthDelimited(11, def.SerializeAsString());
+  onnx::ValueInfoProto vi;
+  vi.set_name("y");
+  vi.mutable_type()->mutable_tensor_type()->set_elem_type(1);
+  fn->mutable_unknown_fields()->AddLengthDelimited(12, vi.SerializeAsString());
+  fn->mutable_unknown_fields()->AddLengthDelimited(13, "v2");
+  onnx::StringStringEntryProto meta;
+  meta.set_key("k");
+  meta.set_value("v");
+  fn->mutable_unknown_fields()->AddLengthDelimited(14, meta.SerializeAsString());
+
+  auto model = loadBytes(proto.SerializeAsString());
+  CHECK(model->graph().nodes().back()->overload() == "v2");
+  Function* f = model->findFunction("local", "Layer", "v2");
+  REQUIRE(f);
+  auto defaults = f->attributeDefaults();
+  REQUIRE(defaults.size() == 1);
+  CHECK(defaults[0].f() == 0.25f);
+  REQUIRE(f->body().valueInfo().size() == 1);
+  CHECK(f->body().valueInfo()[0].value == f->body().findLocal("y"));
+  CHECK(f->body().findLocal("y")->type()->tensor_type().elem_type() == 1);
+
+  onnx::ModelProto back;
+  REQUIRE(back.ParseFromString(serialize(*model)));
+  std::string diff;
+  CHECK(test::sameMessage(proto, back, &diff));
+  INFO(diff);
+  CHECK(serialize(*model) == proto.SerializeAsString());
+}
+
+TEST_CASE("bad models get one clear line each", "[loader][errors]") {
+  SECTION("empty") { CHECK_THAT(loadError(""), Catch::Contains("test.onnx: empty file")); }
+  SECTION("not protobuf") { CHECK_THAT(loadError("hello, world\n"), Catch::Contains("not an ONNX model")); }
+  SECTION("truncated") {
+    auto bytes = test::parseModel(test::kSmallModel).SerializeAsString();
+    CHECK_THAT(loadError(bytes.substr(0, bytes.size() / 2)), Catch::Contains("not an ONNX model"));
+  }
+  SECTION("no graph") {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    CHECK_THAT(loadError(m.SerializeAsString()), Catch::Contains("no graph"));
+  }
+  SECTION("a value produced twice") {
+    auto m = test::parseModel(test::kSmallModel);
+    m.mutable_graph()->mutable_node(1)->set_output(0, "H");
+    CHECK_THAT(loadError(m.SerializeAsString()), Catch::Contains("value 'H' is produced twice"));
+  }
+  SECTION("a node reading a value nobody produces") {
+    auto m = test::parseModel(test::kSmallModel);
+    m.mutable_graph()->mutable_node(1)->set_input(0, "ghost");
+    CHECK_THAT(loadError(m.SerializeAsString()), Catch::Contains("reads value 'ghost' that nobody produces"));
+  }
+  SECTION("a cycle") {
+    auto m = test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (float[2] X) => (float[2] Y) {
+  A = Relu(X)
+  Y = Neg(A)
+}
+)");
+    // A now reads Y: A -> Y -> A.
+    m.mutable_graph()->mutable_node(0)->set_input(0, "Y");
+    m.mutable_graph()->mutable_node(0)->set_name("first");
+    m.mutable_graph()->mutable_node(1)->set_name("second");
+    CHECK_THAT(loadError(m.SerializeAsString()), Catch::Contains("cycle") && Catch::Contains("'first'") &&
+                                                     Catch::Contains("'second'"));
+  }
+  SECTION("a graph output nobody produces") {
+    auto m = test::parseModel(test::kSmallModel);
+    m.mutable_graph()->mutable_output(0)->set_name("nothing");
+    CHECK_THAT(loadError(m.SerializeAsString()), Catch::Contains("graph output 'nothing'"));
+  }
+  SECTION("errors inside functions name the function") {
+    auto m = test::parseModel(test::kSmallModel);
+    m.mutable_functions(0)->mutable_node(0)->set_input(0, "ghost");
+    CHECK_THAT(loadError(m.SerializeAsString()), Catch::Contains("function local::Layer"));
+  }
+}
+
+TEST_CASE("an unsorted but acyclic graph loads as it is", "[loader]") {
+  auto m = test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (float[2] X) => (float[2] Y) {
+  A = Relu(X)
+  Y = Neg(A)
+}
+)");
+  m.mutable_graph()->mutable_node()->SwapElements(0, 1);
+  auto model = loadBytes(m.SerializeAsString());
+  CHECK(model->graph().nodes().front()->opType() == "Neg");
+  CHECK(serialize(*model) == m.SerializeAsString());
+}

@@ -1,0 +1,77 @@
+#include <catch2/catch.hpp>
+
+#include "loader.h"
+#include "models.h"
+#include "support.h"
+#include "verifier.h"
+
+using namespace graphrw;
+using namespace graphrw::ir;
+
+namespace {
+
+bool mentions(const std::vector<Finding>& findings, const std::string& text) {
+  for (const auto& f : findings)
+    if (f.message.find(text) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a loaded valid model verifies", "[verifier]") {
+  auto model = loadModel(test::parseModel(test::kSmallModel));
+  CHECK(verify(*model).empty());
+}
+
+TEST_CASE("the verifier reports what passes must not break", "[verifier]") {
+  auto model = loadModel(test::parseModel(test::kSmallModel));
+  Graph& g = model->graph();
+  Node* matmul = g.nodes().front().get();
+  Node* call = g.nodes().back().get();
+
+  SECTION("a use missing from the use-list") {
+    IrAccess::inputs(*call)[0] = g.findLocal("X");  // bypasses the rewriter
+    CHECK(mentions(verify(*model), "missing from its use-list"));
+  }
+  SECTION("a use before its producer") {
+    auto& nodes = IrAccess::nodes(g);
+    nodes.splice(nodes.begin(), nodes, g.position(call));
+    CHECK(mentions(verify(*model), "before it is produced"));
+  }
+  SECTION("a producer that does not output the value") {
+    IrAccess::setProducer(*g.findLocal("H"), call, 0);
+    CHECK(mentions(verify(*model), "names a producer"));
+  }
+  SECTION("a stale use entry") {
+    Graph::addUse(g.findLocal("X"), call, 0);
+    CHECK(mentions(verify(*model), "reads something else"));
+  }
+  SECTION("a value read from another function's scope") {
+    Value* inner = model->functions()[0]->body().findLocal("x");
+    IrAccess::inputs(*matmul)[0] = inner;
+    Graph::addUse(inner, matmul, 0);
+    CHECK(mentions(verify(*model), "scope it cannot see"));
+  }
+}
+
+TEST_CASE("findCycle names the nodes of a cycle", "[verifier]") {
+  auto model = loadModel(test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (float[2] X) => (float[2] Y) {
+  A = Relu(X)
+  B = Neg(A)
+  Y = Abs(B)
+}
+)"));
+  Graph& g = model->graph();
+  CHECK_FALSE(findCycle(g).has_value());
+  // A = Relu(B): A -> B -> A.
+  Node* relu = g.nodes().front().get();
+  Graph::removeUse(g.findLocal("X"), relu, 0);
+  IrAccess::inputs(*relu)[0] = g.findLocal("B");
+  Graph::addUse(g.findLocal("B"), relu, 0);
+  auto cycle = findCycle(g);
+  REQUIRE(cycle);
+  CHECK_THAT(*cycle, Catch::Contains("Relu") && Catch::Contains("Neg"));
+  CHECK_THAT(*cycle, !Catch::Contains("Abs"));
+}

@@ -1,0 +1,88 @@
+#include <catch2/catch.hpp>
+
+#include "models.h"
+#include "support.h"
+#include "wire.h"
+
+using namespace graphrw;
+
+TEST_CASE("strip then splice gives back the original bytes", "[wire]") {
+  auto proto = test::parseModel(test::kSmallModel);
+  test::toRawData(proto);
+  std::string original = proto.SerializeAsString();
+  auto buffer = Buffer::fromString(original);
+
+  auto stripped = wire::stripPayloads(buffer, 16);
+  REQUIRE(stripped.payloads.size() == 1);
+  CHECK(stripped.payloads[0].size == 64);
+  // The view points into the source buffer: nothing was copied.
+  CHECK(stripped.payloads[0].data >= buffer->data());
+  CHECK(stripped.payloads[0].data < buffer->data() + buffer->size());
+  CHECK(stripped.bytes.size() < original.size());
+
+  onnx::ModelProto parsed;
+  REQUIRE(parsed.ParseFromString(stripped.bytes));
+  CHECK_FALSE(parsed.graph().initializer(0).has_raw_data());
+  CHECK(parsed.graph().initializer(0).unknown_fields().field_count() == 1);
+
+  auto spliced = wire::splicePayloads(stripped.bytes, stripped.payloads);
+  std::string rebuilt;
+  for (const auto& p : spliced.pieces) rebuilt.append(p.data, p.size);
+  CHECK(spliced.size == original.size());
+  CHECK(rebuilt == original);
+}
+
+TEST_CASE("small payloads stay inline", "[wire]") {
+  auto proto = test::parseModel(test::kSmallModel);
+  test::toRawData(proto);
+  auto stripped = wire::stripPayloads(Buffer::fromString(proto.SerializeAsString()), 1024);
+  CHECK(stripped.payloads.empty());
+}
+
+TEST_CASE("raw_data goes back in protobuf's field order", "[wire]") {
+  // A tensor with fields on both sides of raw_data (9): name (8) and doc_string (12), plus an unknown field.
+  onnx::ModelProto m;
+  auto* t = m.mutable_graph()->add_initializer();
+  t->add_dims(3);
+  t->set_data_type(onnx::TensorProto::UINT8);
+  t->set_name("w");
+  t->set_raw_data(std::string(300, 'x'));
+  t->set_doc_string("after raw_data");
+  t->mutable_unknown_fields()->AddVarint(99, 7);
+  std::string original = m.SerializeAsString();
+  auto stripped = wire::stripPayloads(Buffer::fromString(original), 100);
+  REQUIRE(stripped.payloads.size() == 1);
+  auto spliced = wire::splicePayloads(stripped.bytes, stripped.payloads);
+  std::string rebuilt;
+  for (const auto& p : spliced.pieces) rebuilt.append(p.data, p.size);
+  CHECK(rebuilt == original);
+}
+
+TEST_CASE("malformed bytes are reported, not parsed", "[wire]") {
+  auto proto = test::parseModel(test::kSmallModel);
+  std::string bytes = proto.SerializeAsString();
+  SECTION("truncated") {
+    CHECK_THROWS_WITH(wire::stripPayloads(Buffer::fromString(bytes.substr(0, bytes.size() - 5)), 16),
+                      Catch::Contains("truncated"));
+  }
+  SECTION("bad wire type") {
+    CHECK_THROWS_WITH(wire::stripPayloads(Buffer::fromString("\x0f\x01"), 16), Catch::Contains("wire type"));
+  }
+}
+
+TEST_CASE("unknown-field helpers", "[wire]") {
+  google::protobuf::UnknownFieldSet set;
+  set.AddLengthDelimited(13, "b");
+  set.AddVarint(5, 1);
+  set.AddLengthDelimited(12, "a");
+  set.AddVarint(5, 2);
+  CHECK(wire::lenFields(set, 12) == std::vector<std::string>{"a"});
+  CHECK(wire::lastVarint(set, 5) == 2u);
+  CHECK_FALSE(wire::lastVarint(set, 6).has_value());
+  wire::sortByNumber(set);
+  REQUIRE(set.field_count() == 4);
+  CHECK(set.field(0).number() == 5);
+  CHECK(set.field(0).varint() == 1);  // stable
+  CHECK(set.field(2).number() == 12);
+  CHECK(set.field(3).number() == 13);
+}

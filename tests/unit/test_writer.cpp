@@ -1,0 +1,152 @@
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "error.h"
+#include "loader.h"
+#include "models.h"
+#include "support.h"
+#include "writer.h"
+
+namespace fs = std::filesystem;
+using namespace graphrw;
+
+namespace {
+
+size_t filesIn(const fs::path& dir) {
+  size_t n = 0;
+  for (auto it = fs::directory_iterator(dir); it != fs::directory_iterator(); ++it) ++n;
+  return n;
+}
+
+onnx::ModelProto rawModel() {
+  auto proto = test::parseModel(test::kSmallModel);
+  test::toRawData(proto);
+  return proto;
+}
+
+}  // namespace
+
+TEST_CASE("write is byte-identical to protobuf's own serialization", "[writer]") {
+  auto proto = rawModel();
+  test::TempDir dir;
+  test::writeProto(proto, dir / "in.onnx");
+  auto model = loadModel((dir / "in.onnx").string());
+  auto result = writeModel(*model, (dir / "out.onnx").string());
+  CHECK(result.modelBytes == proto.ByteSizeLong());
+  CHECK(test::readFile(dir / "out.onnx") == proto.SerializeAsString());
+  CHECK(filesIn(dir.path()) == 2);  // no temporary left behind
+}
+
+TEST_CASE("toProto materializes every payload", "[writer]") {
+  auto proto = rawModel();
+  auto model = loadModel(Buffer::fromString(proto.SerializeAsString()), ".", "m");
+  auto full = toProto(*model);
+  std::string diff;
+  CHECK(test::sameMessage(full, proto, &diff));
+  INFO(diff);
+}
+
+TEST_CASE("a model over 2 GB is refused naming the option, and nothing is touched", "[writer]") {
+  test::TempDir dir;
+  // A sparse 2.1 GB file stands in for a huge weight: mapping it costs nothing.
+  fs::path big = dir / "big.bin";
+  {
+    int fd = open(big.c_str(), O_CREAT | O_WRONLY, 0644);
+    REQUIRE(fd >= 0);
+    REQUIRE(ftruncate(fd, (2100ll << 20)) == 0);
+    close(fd);
+  }
+  auto model = loadModel(Buffer::fromString(rawModel().SerializeAsString()), dir.path(), "m");
+  auto* w = model->graph().findLocal("W")->initializer();
+  auto bytes = Bytes::of(Buffer::mapFile(big));
+  w->mutableProto().clear_dims();
+  w->mutableProto().add_dims(static_cast<int64_t>(bytes.size / 4));
+  w->setRawView(bytes);
+
+  test::writeFile(dir / "out.onnx", "previous contents");
+  try {
+    writeModel(*model, (dir / "out.onnx").string());
+    FAIL("written");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::Usage);
+    CHECK_THAT(e.what(), Catch::Contains("2 GB") && Catch::Contains("--external-data"));
+  }
+  CHECK(test::readFile(dir / "out.onnx") == "previous contents");
+  CHECK(filesIn(dir.path()) == 2);
+}
+
+TEST_CASE("external data: move, reload, embed again", "[writer][external]") {
+  auto proto = rawModel();
+  test::TempDir dir;
+  test::writeProto(proto, dir / "in.onnx");
+  auto model = loadModel((dir / "in.onnx").string());
+
+  WriteOptions move;
+  move.external = ExternalMode::Move;
+  move.externalFile = "weights.bin";
+  move.threshold = 16;
+  auto result = writeModel(*model, (dir / "ext.onnx").string(), move);
+  CHECK(result.externalBytes == 64);
+  REQUIRE(fs::exists(dir / "weights.bin"));
+
+  auto written = test::readProto(dir / "ext.onnx");
+  const auto& w = written.graph().initializer(0);
+  CHECK(w.data_location() == onnx::TensorProto::EXTERNAL);
+  CHECK_FALSE(w.has_raw_data());
+  CHECK(w.external_data(0).key() == "location");
+  CHECK(w.external_data(0).value() == "weights.bin");
+
+  auto reloaded = loadModel((dir / "ext.onnx").string());
+  auto* t = reloaded->graph().findLocal("W")->initializer();
+  REQUIRE(t->isExternal());
+  CHECK(t->externalBytes().view() == proto.graph().initializer(0).raw_data());
+
+  WriteOptions embed;
+  embed.external = ExternalMode::Embed;
+  writeModel(*reloaded, (dir / "embedded.onnx").string(), embed);
+  auto back = test::readProto(dir / "embedded.onnx");
+  std::string diff;
+  CHECK(test::sameMessage(back, proto, &diff));
+  INFO(diff);
+}
+
+TEST_CASE("external data follows a model written to another folder", "[writer][external]") {
+  auto proto = rawModel();
+  test::TempDir a, b;
+  test::writeProto(proto, a / "in.onnx");
+  WriteOptions move;
+  move.external = ExternalMode::Move;
+  move.externalFile = "w.bin";
+  move.threshold = 16;
+  writeModel(*loadModel((a / "in.onnx").string()), (a / "ext.onnx").string(), move);
+
+  auto model = loadModel((a / "ext.onnx").string());
+  SECTION("same folder: the data file is shared, not rewritten") {
+    auto r = writeModel(*model, (a / "copy.onnx").string());
+    CHECK(r.dataFiles.empty());
+    CHECK(test::readFile(a / "copy.onnx") == test::readFile(a / "ext.onnx"));
+  }
+  SECTION("another folder: the data is written beside the output") {
+    auto r = writeModel(*model, (b / "out.onnx").string());
+    REQUIRE(r.dataFiles.size() == 1);
+    CHECK(fs::exists(b / "out.onnx.data"));
+    fs::remove_all(a.path());
+    auto moved = loadModel((b / "out.onnx").string());
+    auto* t = moved->graph().findLocal("W")->initializer();
+    CHECK(t->externalBytes().view() == proto.graph().initializer(0).raw_data());
+  }
+  SECTION("standard output cannot carry external data from another folder") {
+    // Run from b's folder so the working directory differs from a.
+    auto cwd = fs::current_path();
+    fs::current_path(b.path());
+    CHECK_THROWS_WITH(writeModel(*model, "-"), Catch::Contains("--embed-external-data"));
+    fs::current_path(cwd);
+  }
+  SECTION("the data file the input reads is never overwritten") {
+    WriteOptions again = move;
+    CHECK_THROWS_WITH(writeModel(*model, (a / "again.onnx").string(), again), Catch::Contains("read by the input"));
+    CHECK_FALSE(fs::exists(a / "again.onnx"));
+  }
+}

@@ -1,0 +1,3 @@
+#include "cli.h"
+
+int main(int argc, char** argv) { return graphrw::cli::main(argc, argv); }
