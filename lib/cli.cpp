@@ -7,8 +7,13 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "error.h"
+#include "expand.h"
+#include "pass_manager.h"
+#include "selector.h"
+#include "atomic_file.h"
 #include "inspect.h"
 #include "loader.h"
 #include "validate.h"
@@ -72,6 +77,37 @@ struct ExternalOptions {
   }
 };
 
+// Options every rewriting subcommand shares.
+struct PipelineFlags {
+  std::string report;
+  bool verifyEach = false;
+  void add(CLI::App* cmd) {
+    cmd->add_option("--report", report, "Write a JSON report of what each pass did (- for stdout when -o is a file)");
+    cmd->add_flag("--verify-each", verifyEach, "Run the IR verifier after every pass");
+  }
+};
+
+SelectorSet parseSelectors(const std::vector<std::string>& texts) {
+  SelectorSet set;
+  for (const auto& t : texts) set.any.push_back(Selector::parse(t));
+  return set;
+}
+
+void writeReport(const PipelineFlags& flags, const std::string& input, const std::string& output,
+                 const nlohmann::json& passes) {
+  if (flags.report.empty()) return;
+  nlohmann::json report = {{"model", input}, {"output", output}, {"passes", passes}};
+  std::string text = report.dump(2) + "\n";
+  if (flags.report == "-") {
+    if (output == "-") usageError("--report - needs the model written to a file with -o");
+    std::cout << text;
+    return;
+  }
+  AtomicFile out(flags.report);
+  writeAll(out.fd(), text.data(), text.size(), flags.report);
+  out.commit();
+}
+
 void writeOut(ir::Model& model, const std::string& path, const WriteOptions& options) {
   auto result = writeModel(model, path, options);
   if (path != "-") spdlog::info("wrote {} ({} bytes)", path, result.modelBytes);
@@ -103,6 +139,21 @@ int main(int argc, char** argv) {
   convert->add_option("-o,--output", output, "Output file, or - for stdout (default: MODEL.converted.onnx)");
   external.add(convert);
 
+  passes::ExpandOptions expandOptions;
+  std::vector<std::string> expandSelect, expandExclude;
+  std::string schemaOps;
+  PipelineFlags pipeline;
+  auto* expand = app.add_subcommand("expand", "Inline model-local functions, ai.graphcore::Call callees and, with --schema-ops, function-bodied standard ops");
+  expand->add_option("model", input, "ONNX model, or - for stdin")->required();
+  expand->add_option("-o,--output", output, "Output file, or - for stdout (default: MODEL.expanded.onnx)");
+  expand->add_option("--select", expandSelect, "Only calls matching this selector (key=value,...; repeat for any-of)");
+  expand->add_option("--exclude", expandExclude, "Never inline nodes matching this selector (repeatable)");
+  expand->add_option("--schema-ops", schemaOps, "Also expand standard ops with a schema function body: all, or OP[,OP...]");
+  expand->add_flag("--convert-opset", expandOptions.convertOpset, "Convert bodies whose ai.onnx version differs with ONNX's version converter");
+  expand->add_flag("--require-match", expandOptions.requireMatch, "Fail when a selector matches nothing");
+  pipeline.add(expand);
+  external.add(expand);
+
   auto* validate = app.add_subcommand("validate", "ONNX checker, strict shape inference, IR verifier, PopART attribute types");
   validate->add_option("model", input, "ONNX model, or - for stdin")->required();
   validate->add_flag("--json", json, "Print JSON");
@@ -131,6 +182,25 @@ int main(int argc, char** argv) {
       std::string out = outputPath(input, output, "converted");
       auto model = loadModel(input);
       writeOut(*model, out, external.writeOptions());
+      return 0;
+    }
+    if (expand->parsed()) {
+      expandOptions.select = parseSelectors(expandSelect);
+      expandOptions.exclude = parseSelectors(expandExclude);
+      if (schemaOps == "all") {
+        expandOptions.schemaAll = true;
+      } else if (!schemaOps.empty()) {
+        std::stringstream ss(schemaOps);
+        for (std::string op; std::getline(ss, op, ',');)
+          if (!op.empty()) expandOptions.schemaOps.push_back(op);
+      }
+      std::string out = outputPath(input, output, "expanded");
+      auto model = loadModel(input);
+      PassManager pm({pipeline.verifyEach, std::nullopt});
+      pm.add(passes::createExpandPass(expandOptions));
+      auto report = pm.run(*model);
+      writeOut(*model, out, external.writeOptions());
+      writeReport(pipeline, input, out, report);
       return 0;
     }
     if (validate->parsed()) {

@@ -35,12 +35,13 @@ class Builder {
     std::unique_ptr<onnx::GraphProto> graph(proto.release_graph());
     if (!graph) badInput("the model has no graph");
     loadGraph(*graph, model_.graph());
-    for (auto& fp : *proto.mutable_functions()) function(fp);
+    for (auto& fp : *proto.mutable_functions()) model_.addFunction(function(fp));
     proto.clear_functions();
     model_.mutableResidual() = std::move(proto);
   }
 
  private:
+  friend std::unique_ptr<Function> graphrw::buildFunction(Model&, onnx::FunctionProto);
   std::unique_ptr<Tensor> tensor(onnx::TensorProto&& tp) {
     auto t = std::make_unique<Tensor>();
     if (!tp.unknown_fields().empty() && wire::hasField(tp.unknown_fields(), wire::kPayloadField)) {
@@ -177,7 +178,7 @@ class Builder {
     g.mutableResidual() = std::move(gp);
   }
 
-  void function(onnx::FunctionProto& fp) {
+  std::unique_ptr<Function> function(onnx::FunctionProto& fp) {
     auto fn = std::make_unique<Function>(&model_);
     IrAccess::key(*fn) = FunctionKey{fp.domain(), fp.name(), ""};
     const auto& unknown = fp.unknown_fields();
@@ -215,7 +216,7 @@ class Builder {
     fp.mutable_unknown_fields()->DeleteByNumber(kFunctionValueInfo);
     fp.mutable_unknown_fields()->DeleteByNumber(kFunctionOverload);
     fn->mutableResidual() = std::move(fp);
-    model_.addFunction(std::move(fn));
+    return fn;
   }
 
   Model& model_;
@@ -270,6 +271,13 @@ std::unique_ptr<ir::Model> loadModel(const std::string& path, const LoadOptions&
   }
   fs::path dir = fs::path(path).parent_path();
   return loadModel(std::move(bytes), dir.empty() ? fs::path(".") : dir, path, options);
+}
+
+std::unique_ptr<ir::Function> buildFunction(ir::Model& model, onnx::FunctionProto proto) {
+  std::vector<Bytes> none;
+  auto fn = Builder(model, none, model.externalFiles()).function(proto);
+  if (auto cycle = findCycle(fn->body())) badInput("function " + fn->key().str() + ": " + *cycle);
+  return fn;
 }
 
 std::unique_ptr<ir::Model> loadModel(const onnx::ModelProto& proto, const fs::path& baseDir) {

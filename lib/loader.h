@@ -27,4 +27,7 @@ std::unique_ptr<ir::Model> loadModel(std::shared_ptr<const Buffer> bytes, const 
 // Same, from a protobuf message (tests, the text parser). Copies the message.
 std::unique_ptr<ir::Model> loadModel(const onnx::ModelProto& proto, const std::filesystem::path& baseDir = ".");
 
+// A function for `model` (not added to its library), e.g. a schema's body.
+std::unique_ptr<ir::Function> buildFunction(ir::Model& model, onnx::FunctionProto proto);
+
 }  // namespace graphrw

@@ -1,5 +1,7 @@
 #include "rewriter.h"
 
+#include <functional>
+
 #include "error.h"
 
 namespace graphrw::ir {
@@ -38,6 +40,17 @@ void Rewriter::setInput(Node* n, size_t index, Value* v) {
   counts_.nodesChanged++;
 }
 
+void Rewriter::adoptOutput(Node* n, size_t index, Value* v) {
+  auto& outputs = IrAccess::outputs(*n);
+  if (index >= outputs.size()) outputs.resize(index + 1, nullptr);
+  if (outputs[index] != nullptr) fail(ExitCode::Internal, "adoptOutput: output slot is taken");
+  if (v->graph() != n->graph()) fail(ExitCode::Internal, "adoptOutput: value '" + v->name() + "' is in another graph");
+  if (Node* old = v->producer()) IrAccess::outputs(*old)[static_cast<size_t>(v->producerIndex())] = nullptr;
+  outputs[index] = v;
+  IrAccess::setProducer(*v, n, static_cast<int>(index));
+  counts_.nodesChanged++;
+}
+
 void Rewriter::replaceAllUsesWith(Value* from, Value* to, bool graphOutputs) {
   std::vector<Use> uses = from->uses();  // copy: setInput edits the list
   for (const Use& u : uses) setInput(u.node, static_cast<size_t>(u.index), to);
@@ -56,6 +69,16 @@ void Rewriter::eraseNode(Node* n) {
   auto& inputs = IrAccess::inputs(*n);
   for (size_t i = 0; i < inputs.size(); ++i) Graph::removeUse(inputs[i], n, static_cast<int>(i));
   inputs.clear();
+  // Nodes inside its subgraphs may read values of enclosing scopes: drop those uses.
+  std::function<void(Graph&)> dropUses = [&](Graph& sub) {
+    for (const auto& inner : sub.nodes()) {
+      auto& in = IrAccess::inputs(*inner);
+      for (size_t i = 0; i < in.size(); ++i)
+        if (in[i] && in[i]->graph() != &sub) Graph::removeUse(in[i], inner.get(), static_cast<int>(i));
+      for (Graph* deeper : inner->subgraphs()) dropUses(*deeper);
+    }
+  };
+  for (Graph* sub : n->subgraphs()) dropUses(*sub);
   for (Value* v : IrAccess::outputs(*n)) {
     if (!v) continue;
     IrAccess::setProducer(*v, nullptr, -1);

@@ -34,6 +34,9 @@ class Rewriter {
   Node* createNode(Graph& g, const Node* before, NodeSpec spec);
 
   void setInput(Node* n, size_t index, Value* v);
+  // Makes `n` the producer of `v` at output `index` (which must be empty);
+  // v's previous producer loses it. Keeps v's name, type and value_info.
+  void adoptOutput(Node* n, size_t index, Value* v);
   // Every node use of `from` (in any scope) reads `to` instead; graph outputs too when asked.
   void replaceAllUsesWith(Value* from, Value* to, bool graphOutputs = false);
   // Removes a node whose outputs are unused; its outputs are erased with it.

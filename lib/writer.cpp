@@ -82,6 +82,9 @@ class ProtoBuilder {
 
   std::vector<Bytes> payloads;
 
+  void functionOnly(const Function& f, onnx::FunctionProto& out) { function(f, out); }
+  void nodeOnly(const Node& n, onnx::NodeProto& out) { node(n, out); }
+
   void model(const Model& m, onnx::ModelProto& out) {
     out = m.residual();
     graph(m.graph(), *out.mutable_graph());
@@ -271,6 +274,22 @@ onnx::ModelProto toProto(const Model& model) {
   ProtoBuilder builder(true, options, false, nullptr);
   onnx::ModelProto proto;
   builder.model(model, proto);
+  return proto;
+}
+
+onnx::FunctionProto functionToProto(const Function& function) {
+  WriteOptions options;
+  ProtoBuilder builder(true, options, false, nullptr);
+  onnx::FunctionProto proto;
+  builder.functionOnly(function, proto);
+  return proto;
+}
+
+onnx::NodeProto nodeToProto(const Node& node) {
+  WriteOptions options;
+  ProtoBuilder builder(true, options, false, nullptr);
+  onnx::NodeProto proto;
+  builder.nodeOnly(node, proto);
   return proto;
 }
 

@@ -39,6 +39,11 @@ WriteResult writeModel(ir::Model& model, const std::string& path, const WriteOpt
 // tensors stay external). For the checker, shape inference and tests.
 onnx::ModelProto toProto(const ir::Model& model);
 
+// One function as a FunctionProto with payloads copied in.
+onnx::FunctionProto functionToProto(const ir::Function& function);
+// One node as a NodeProto (subgraphs and tensors copied in).
+onnx::NodeProto nodeToProto(const ir::Node& node);
+
 // The model's bytes as written to a file (external tensors kept as they are).
 std::string serialize(const ir::Model& model);
 

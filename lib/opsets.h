@@ -1,0 +1,28 @@
+// Opset imports when bodies move between scopes (inlining): compatibility of
+// two versions of a domain for the ops a body uses, and version conversion.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir.h"
+
+namespace graphrw {
+
+// The ops of `domain` used in `body` (subgraphs included) whose schema differs
+// between opset versions `a` and `b` (different since_version, or no schema).
+std::vector<std::string> differingOps(const ir::Graph& body, const std::string& domain, int64_t a, int64_t b);
+
+// The opset imports in force for a graph: the model's for the main graph and
+// its subgraphs, the function's for a function body and its subgraphs.
+std::map<std::string, int64_t> scopeOpsets(ir::Model& model, const ir::Graph& graph);
+void setScopeOpset(ir::Model& model, const ir::Graph& graph, const std::string& domain, int64_t version);
+ir::Function* owningFunction(ir::Model& model, const ir::Graph& graph);
+
+// A copy of `function` whose ai.onnx ops are converted from version `from` to
+// `to` by ONNX's version converter. Throws Error(BadInput) naming the function.
+std::unique_ptr<ir::Function> convertFunction(ir::Model& model, const ir::Function& function, int64_t from, int64_t to);
+
+}  // namespace graphrw

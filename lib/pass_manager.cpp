@@ -1,0 +1,47 @@
+#include "pass_manager.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "error.h"
+#include "verifier.h"
+
+namespace graphrw {
+
+nlohmann::json PassManager::run(ir::Model& model) {
+  nlohmann::json report = nlohmann::json::array();
+  size_t limit = options_.stopAfter.value_or(passes_.size());
+  for (size_t i = 0; i < passes_.size() && i < limit; ++i) {
+    Pass& pass = *passes_[i];
+    ir::Rewriter rewriter(model);
+    PassContext context{rewriter};
+    auto start = std::chrono::steady_clock::now();
+    pass.run(model, context);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto& c = rewriter.counts();
+    nlohmann::json entry = {{"pass", pass.name()},
+                            {"index", i},
+                            {"matched", context.matched},
+                            {"nodes_added", c.nodesAdded},
+                            {"nodes_removed", c.nodesRemoved},
+                            {"nodes_changed", c.nodesChanged},
+                            {"values_renamed", c.valuesRenamed},
+                            {"changed", c.any()},
+                            {"seconds", seconds}};
+    for (auto& [k, v] : context.details.items()) entry[k] = v;
+    report.push_back(std::move(entry));
+    spdlog::debug("pass {} ({}): matched {}, +{} -{} ~{} nodes in {:.3f}s", i, pass.name(), context.matched,
+                  c.nodesAdded, c.nodesRemoved, c.nodesChanged, seconds);
+    if (options_.verifyEach) {
+      auto findings = verify(model);
+      if (!findings.empty())
+        fail(ExitCode::Findings, "IR verifier failed after pass " + std::to_string(i) + " (" + pass.name() + "): " +
+                                     findings[0].where + ": " + findings[0].message +
+                                     (findings.size() > 1 ? " (and " + std::to_string(findings.size() - 1) + " more)" : ""));
+    }
+  }
+  return report;
+}
+
+}  // namespace graphrw

@@ -1,0 +1,34 @@
+// Runs passes in order; every subcommand builds a pipeline through here, so a
+// command and the equivalent rule file give identical output.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pass.h"
+
+namespace graphrw {
+
+struct PipelineOptions {
+  bool verifyEach = false;
+  std::optional<size_t> stopAfter;  // run only the first N passes
+};
+
+class PassManager {
+ public:
+  explicit PassManager(PipelineOptions options = {}) : options_(options) {}
+  void add(std::unique_ptr<Pass> pass) { passes_.push_back(std::move(pass)); }
+  // Runs the pipeline and returns the report: per pass, what it matched, what
+  // it changed and how long it took. Throws Error on a failing pass or a
+  // verifier finding (ExitCode::Findings) naming the pass.
+  nlohmann::json run(ir::Model& model);
+
+ private:
+  PipelineOptions options_;
+  std::vector<std::unique_ptr<Pass>> passes_;
+};
+
+}  // namespace graphrw

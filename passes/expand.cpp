@@ -1,0 +1,340 @@
+#include "expand.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "error.h"
+#include "inliner.h"
+#include "loader.h"
+#include "opsets.h"
+#include "writer.h"
+
+namespace graphrw::passes {
+namespace {
+
+using namespace ir;
+
+std::string label(const Node& n) { return "node '" + n.name() + "' (" + opName(n) + ")"; }
+
+class ExpandPass final : public Pass {
+ public:
+  explicit ExpandPass(ExpandOptions options) : options_(std::move(options)) {}
+  std::string name() const override { return "expand"; }
+
+  void run(Model& model, PassContext& context) override {
+    model_ = &model;
+    rw_ = &context.rewriter;
+    auto reachableBefore = reachableFunctions();
+
+    // Calls first: function bodies (calls inside kept functions are inlined
+    // too), then the main graph. Schema ops second, once calls are gone and
+    // shape inference can see their inputs.
+    for (Phase phase : {Phase::Calls, Phase::SchemaOps}) {
+      if (phase == Phase::SchemaOps && !options_.schemaAll && options_.schemaOps.empty()) break;
+      phase_ = phase;
+      std::vector<Function*> functions;
+      for (const auto& f : model.functions()) functions.push_back(f.get());
+      for (Function* f : functions) expandGraph(f->body(), {"function " + f->key().str()});
+      expandGraph(model.graph(), {});
+    }
+
+    auto reachableAfter = reachableFunctions();
+    std::vector<std::string> removed;
+    for (const auto& key : reachableBefore)
+      if (!reachableAfter.count(key)) {
+        if (Function* f = model.findFunction(key)) {
+          removed.push_back(key.str());
+          model.removeFunction(f);
+        }
+      }
+
+    if (!options_.select.empty()) {
+      for (const auto& sel : options_.select.any)
+        if (!selectorHits_.count(sel.str())) {
+          std::string msg = "expand: selector '" + sel.str() + "' matched no call";
+          if (options_.requireMatch) usageError(msg);
+          spdlog::warn(msg);
+        }
+    }
+    context.matched = matched_;
+    nlohmann::json inlined = nlohmann::json::object();
+    for (const auto& [k, n] : inlinedPerFunction_) inlined[k] = n;
+    nlohmann::json schema = nlohmann::json::object();
+    for (const auto& [k, n] : schemaPerOp_) schema[k] = n;
+    context.details["calls_inlined"] = inlined;
+    context.details["schema_ops_expanded"] = schema;
+    context.details["functions_removed"] = removed;
+  }
+
+ private:
+  enum class Phase { Calls, SchemaOps };
+  enum class Kind { None, Function, GraphcoreCall, SchemaOp };
+  struct Target {
+    Kind kind = Kind::None;
+    Function* function = nullptr;
+    const onnx::OpSchema* schema = nullptr;
+    std::string key;  // for cycle detection and the report
+  };
+
+  bool selected(const Node& n) {
+    if (options_.select.empty()) return true;
+    bool any = false;
+    for (const auto& sel : options_.select.any)
+      if (sel.matches(n)) {
+        selectorHits_.insert(sel.str());
+        any = true;
+      }
+    return any;
+  }
+
+  Target classify(Node& n, const std::map<std::string, int64_t>& opsets) {
+    Target t;
+    if (options_.exclude.matches(n)) return t;
+    if (Function* f = model_->findFunction(n.domain(), n.opType(), n.overload())) {
+      if (phase_ != Phase::Calls || !selected(n)) return t;
+      t = {Kind::Function, f, nullptr, "function " + f->key().str()};
+      return t;
+    }
+    if (n.domain() == "ai.graphcore" && n.opType() == "Call") {
+      const Attribute* callee = n.attribute("callee");
+      if (!callee || !callee->g) badInput(label(n) + " has no 'callee' GRAPH attribute");
+      if (phase_ != Phase::Calls || !selected(n)) return t;
+      t = {Kind::GraphcoreCall, nullptr, nullptr, "callee " + callee->g->residual().name()};
+      return t;
+    }
+    if (phase_ != Phase::SchemaOps) return t;
+    std::string domain = isDefaultDomain(n.domain()) ? "" : n.domain();
+    auto it = opsets.find(domain);
+    int64_t version = it != opsets.end() ? it->second : 0;
+    const onnx::OpSchema* schema =
+        version > 0 ? onnx::OpSchemaRegistry::Schema(n.opType(), static_cast<int>(version), domain) : nullptr;
+    if (!schema) {
+      spdlog::debug("expand: {} is neither a local function nor a known op; left alone", label(n));
+      return t;
+    }
+    bool wanted = options_.schemaAll ||
+                  std::find(options_.schemaOps.begin(), options_.schemaOps.end(), n.opType()) != options_.schemaOps.end();
+    if (wanted && (schema->HasFunction() || schema->HasContextDependentFunction()))
+      t = {Kind::SchemaOp, nullptr, schema, "schema " + n.opType()};
+    return t;
+  }
+
+  // Inlines every target in `g` (and its subgraphs); nodes created by an
+  // inlining are examined in turn, with `stack` holding what is being expanded.
+  void expandGraph(Graph& g, const std::vector<std::string>& stack) {
+    std::vector<Node*> work;
+    for (const auto& n : g.nodes()) work.push_back(n.get());
+    process(g, work, stack);
+  }
+
+  void process(Graph& g, const std::vector<Node*>& nodes, std::vector<std::string> stack) {
+    auto opsets = scopeOpsets(*model_, g);
+    for (Node* n : nodes) {
+      Target t = classify(*n, opsets);
+      if (t.kind == Kind::None) {
+        for (Graph* sub : n->subgraphs()) {
+          std::vector<Node*> inner;
+          for (const auto& m : sub->nodes()) inner.push_back(m.get());
+          process(*sub, inner, stack);
+        }
+        continue;
+      }
+      if (std::find(stack.begin(), stack.end(), t.key) != stack.end()) {
+        std::string cycle;
+        for (auto it = std::find(stack.begin(), stack.end(), t.key); it != stack.end(); ++it) cycle += *it + " -> ";
+        badInput("call cycle: " + cycle + t.key);
+      }
+      if (t.kind == Kind::SchemaOp && !typesKnown(g, *n, *t.schema)) continue;
+      std::vector<Node*> created = inlineTarget(g, n, t, opsets);
+      auto next = stack;
+      next.push_back(t.key);
+      process(g, created, next);
+      opsets = scopeOpsets(*model_, g);  // inlining may have added imports
+    }
+  }
+
+  std::vector<Node*> inlineTarget(Graph& g, Node* n, const Target& t, const std::map<std::string, int64_t>& opsets) {
+    std::string prefix = n->name().empty() ? g.nodeNames().fresh(n->opType()) : n->name();
+    matched_++;
+    switch (t.kind) {
+      case Kind::Function: {
+        const Function* body = bodyFor(*t.function, g, opsets, label(*n));
+        AttributeEnv env = AttributeEnv::of(*n);
+        for (auto& d : body->attributeDefaults()) env.defaults[d.name()] = d;
+        inlinedPerFunction_[t.function->key().str()]++;
+        return inlineBody(*rw_, n, body->body(), env, prefix).created;
+      }
+      case Kind::GraphcoreCall: {
+        const Attribute* callee = n->attribute("callee");
+        inlinedPerFunction_["ai.graphcore::Call " + callee->g->residual().name()]++;
+        return inlineBody(*rw_, n, *callee->g, AttributeEnv{}, prefix).created;
+      }
+      case Kind::SchemaOp: {
+        auto fn = schemaFunction(*n, *t.schema);
+        const Function* body = bodyFor(*fn, g, opsets, label(*n));
+        AttributeEnv env = AttributeEnv::of(*n);
+        for (const auto& [name, attr] : t.schema->attributes())
+          if (attr.default_value.has_type() || attr.default_value.has_name()) {
+            onnx::AttributeProto d = attr.default_value;
+            d.set_name(name);
+            env.defaults[name] = d;
+          }
+        schemaPerOp_[n->opType()]++;
+        auto created = inlineBody(*rw_, n, body->body(), env, prefix).created;
+        schemaBodies_.push_back(std::move(fn));
+        return created;
+      }
+      case Kind::None:
+        break;
+    }
+    return {};
+  }
+
+  // The function's body as it may be inlined into `g`: merges its opset
+  // imports into g's scope; an ai.onnx version that differs for an op the body
+  // uses is an error, or is converted with --convert-opset.
+  const Function* bodyFor(const Function& fn, Graph& g, const std::map<std::string, int64_t>& scope,
+                          const std::string& where) {
+    const Function* body = &fn;
+    for (const auto& [domain, version] : fn.opsetImports()) {
+      auto it = scope.find(domain);
+      if (it == scope.end()) {
+        setScopeOpset(*model_, g, domain, version);
+        continue;
+      }
+      if (it->second == version) continue;
+      auto differ = differingOps(fn.body(), domain, version, it->second);
+      if (differ.empty()) continue;
+      std::string name = domain.empty() ? "ai.onnx" : domain;
+      if (!options_.convertOpset || !domain.empty()) {
+        std::string ops;
+        for (const auto& op : differ) ops += (ops.empty() ? "" : ", ") + op;
+        badInput("cannot inline " + fn.key().str() + " at " + where + ": it imports " + name + " " +
+                 std::to_string(version) + " but the enclosing scope imports " + name + " " +
+                 std::to_string(it->second) + ", and " + ops + " differ between them" +
+                 (domain.empty() ? " (--convert-opset converts the body)" : ""));
+      }
+      auto key = std::make_tuple(fn.key(), version, it->second);
+      auto cached = converted_.find(key);
+      if (cached == converted_.end())
+        cached = converted_.emplace(key, convertFunction(*model_, fn, version, it->second)).first;
+      body = cached->second.get();
+    }
+    return body;
+  }
+
+  std::unique_ptr<Function> schemaFunction(Node& n, const onnx::OpSchema& schema) {
+    onnx::FunctionProto fp;
+    if (schema.HasFunction()) {
+      fp = *schema.GetFunction();
+    } else {
+      std::vector<onnx::TypeProto> types;
+      for (Value* in : n.inputs()) types.push_back(in && in->type() ? *in->type() : onnx::TypeProto());
+      onnx::NodeProto np = nodeToProto(n);
+      onnx::FunctionBodyBuildContextImpl ctx(np, types);
+      if (!schema.BuildContextDependentFunction(ctx, fp))
+        badInput("cannot expand " + label(n) + ": ONNX could not build its function body for these input types");
+    }
+    fp.set_name(n.opType());
+    fp.set_domain(n.domain());
+    if (fp.opset_import_size() == 0) {
+      auto* op = fp.add_opset_import();
+      op->set_domain(n.domain());
+      op->set_version(schema.SinceVersion());
+    }
+    return buildFunction(*model_, std::move(fp));
+  }
+
+  // A context-dependent body needs its inputs' types: from the model, or from
+  // shape inference (re-run only when the graph changed since the last run).
+  // Inside a function body there is nothing to infer from: the op is left as it is.
+  bool typesKnown(Graph& g, Node& n, const onnx::OpSchema& schema) {
+    if (!schema.HasContextDependentFunction() || schema.HasFunction()) return true;
+    auto missing = [&] {
+      for (Value* in : n.inputs())
+        if (in && !in->type()) return in;
+      return static_cast<Value*>(nullptr);
+    };
+    if (!missing()) return true;
+    if (!owningFunction(*model_, g)) {
+      size_t version = rw_->counts().nodesAdded + rw_->counts().nodesRemoved;
+      if (!inferredAt_ || *inferredAt_ != version) {
+        inferTypes();
+        inferredAt_ = version;
+      }
+    }
+    if (Value* in = missing()) {
+      std::string msg = "expand: cannot expand " + label(n) + ": the type of input '" + in->name() + "' is unknown";
+      if (options_.requireMatch) badInput(msg);
+      spdlog::warn(msg + "; left as it is");
+      return false;
+    }
+    return true;
+  }
+
+  // Types for values that have none, from ONNX shape inference on the main graph.
+  void inferTypes() {
+    onnx::ModelProto proto = toProto(*model_);
+    try {
+      onnx::ShapeInferenceOptions options(false, 0, true);
+      onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), options);
+    } catch (const std::exception& e) {
+      spdlog::debug("expand: shape inference failed: {}", e.what());
+    }
+    std::map<std::string, const onnx::TypeProto*> types;
+    std::function<void(const onnx::GraphProto&)> collect = [&](const onnx::GraphProto& gp) {
+      for (const auto& vi : gp.value_info()) types[vi.name()] = &vi.type();
+      for (const auto& vi : gp.output()) types[vi.name()] = &vi.type();
+      for (const auto& n : gp.node())
+        for (const auto& a : n.attribute()) {
+          if (a.has_g()) collect(a.g());
+          for (const auto& sub : a.graphs()) collect(sub);
+        }
+    };
+    collect(proto.graph());
+    model_->graph().walkGraphs([&](Graph& g) {
+      for (const auto& v : g.values())
+        if (!v->type())
+          if (auto it = types.find(v->name()); it != types.end() && it->second->value_case() != 0) v->setType(*it->second);
+    });
+  }
+
+  // Functions reachable by calls from the main graph (and its subgraphs).
+  std::set<FunctionKey> reachableFunctions() {
+    std::set<FunctionKey> seen;
+    std::vector<const Graph*> work{&model_->graph()};
+    while (!work.empty()) {
+      const Graph* g = work.back();
+      work.pop_back();
+      for (const auto& n : g->nodes()) {
+        for (Graph* sub : n->subgraphs()) work.push_back(sub);
+        if (Function* f = model_->findFunction(n->domain(), n->opType(), n->overload()))
+          if (seen.insert(f->key()).second) work.push_back(&f->body());
+      }
+    }
+    return seen;
+  }
+
+  ExpandOptions options_;
+  Model* model_ = nullptr;
+  Rewriter* rw_ = nullptr;
+  size_t matched_ = 0;
+  Phase phase_ = Phase::Calls;
+  std::optional<size_t> inferredAt_;
+  std::set<std::string> selectorHits_;
+  std::map<std::string, size_t> inlinedPerFunction_, schemaPerOp_;
+  std::map<std::tuple<FunctionKey, int64_t, int64_t>, std::unique_ptr<Function>> converted_;
+  std::vector<std::unique_ptr<Function>> schemaBodies_;
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> createExpandPass(ExpandOptions options) { return std::make_unique<ExpandPass>(std::move(options)); }
+
+}  // namespace graphrw::passes

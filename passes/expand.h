@@ -1,0 +1,25 @@
+// expand: inline model-local functions, ai.graphcore::Call callees and, when
+// asked, standard ops that have a function body in ONNX's schema registry.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pass.h"
+#include "selector.h"
+
+namespace graphrw::passes {
+
+struct ExpandOptions {
+  SelectorSet select;                 // calls to inline; empty: every call
+  SelectorSet exclude;                // never inlined (calls and schema ops)
+  bool schemaAll = false;             // --schema-ops all
+  std::vector<std::string> schemaOps; // --schema-ops OP,OP
+  bool convertOpset = false;          // convert bodies whose ai.onnx version differs
+  bool requireMatch = false;          // a selector matching nothing is an error
+};
+
+std::unique_ptr<Pass> createExpandPass(ExpandOptions options);
+
+}  // namespace graphrw::passes
