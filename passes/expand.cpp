@@ -177,7 +177,11 @@ class ExpandPass final : public Pass {
       }
       case Kind::SchemaOp: {
         auto fn = schemaFunction(*n, *t.schema);
-        const Function* body = bodyFor(*fn, g, opsets, label(*n));
+        const Function* body = bodyFor(*fn, g, opsets, label(*n), /*mayLeave=*/true);
+        if (!body) {
+          matched_--;
+          return {};
+        }
         AttributeEnv env = AttributeEnv::of(*n);
         for (const auto& [name, attr] : t.schema->attributes())
           if (attr.default_value.has_type() || attr.default_value.has_name()) {
@@ -199,8 +203,10 @@ class ExpandPass final : public Pass {
   // The function's body as it may be inlined into `g`: merges its opset
   // imports into g's scope; an ai.onnx version that differs for an op the body
   // uses is an error, or is converted with --convert-opset.
+  // A schema op (mayLeave) whose body cannot be used is left as it is, with a
+  // warning: it is a valid standard op either way. A local function cannot stay.
   const Function* bodyFor(const Function& fn, Graph& g, const std::map<std::string, int64_t>& scope,
-                          const std::string& where) {
+                          const std::string& where, bool mayLeave = false) {
     const Function* body = &fn;
     for (const auto& [domain, version] : fn.opsetImports()) {
       auto it = scope.find(domain);
@@ -212,13 +218,29 @@ class ExpandPass final : public Pass {
       auto differ = differingOps(fn.body(), domain, version, it->second);
       if (differ.empty()) continue;
       std::string name = domain.empty() ? "ai.onnx" : domain;
-      if (!options_.convertOpset || !domain.empty()) {
+      // Schema bodies are ONNX's own: converting them is always what the user wants.
+      bool convert = (options_.convertOpset || mayLeave) && domain.empty();
+      if (!convert) {
         std::string ops;
         for (const auto& op : differ) ops += (ops.empty() ? "" : ", ") + op;
-        badInput("cannot inline " + fn.key().str() + " at " + where + ": it imports " + name + " " +
-                 std::to_string(version) + " but the enclosing scope imports " + name + " " +
-                 std::to_string(it->second) + ", and " + ops + " differ between them" +
-                 (domain.empty() ? " (--convert-opset converts the body)" : ""));
+        std::string msg = "cannot inline " + fn.key().str() + " at " + where + ": it imports " + name + " " +
+                          std::to_string(version) + " but the enclosing scope imports " + name + " " +
+                          std::to_string(it->second) + ", and " + ops + " differ between them" +
+                          (domain.empty() ? " (--convert-opset converts the body)" : "");
+        if (!mayLeave) badInput(msg);
+        spdlog::warn("expand: {}; left as it is", msg);
+        return nullptr;
+      }
+      if (mayLeave) {
+        // A schema body is built per node; convert it, or leave the op when ONNX cannot.
+        try {
+          schemaConverted_.push_back(convertFunction(*model_, fn, version, it->second));
+        } catch (const Error& e) {
+          spdlog::warn("expand: {} left as it is: {}", where, e.what());
+          return nullptr;
+        }
+        body = schemaConverted_.back().get();
+        continue;
       }
       auto key = std::make_tuple(fn.key(), version, it->second);
       auto cached = converted_.find(key);
@@ -243,6 +265,8 @@ class ExpandPass final : public Pass {
     }
     fp.set_name(n.opType());
     fp.set_domain(n.domain());
+    // Optional outputs the node does not have may be produced by nothing in the body.
+    while (fp.output_size() > static_cast<int>(n.outputs().size())) fp.mutable_output()->RemoveLast();
     if (fp.opset_import_size() == 0) {
       auto* op = fp.add_opset_import();
       op->set_domain(n.domain());
@@ -330,7 +354,7 @@ class ExpandPass final : public Pass {
   std::set<std::string> selectorHits_;
   std::map<std::string, size_t> inlinedPerFunction_, schemaPerOp_;
   std::map<std::tuple<FunctionKey, int64_t, int64_t>, std::unique_ptr<Function>> converted_;
-  std::vector<std::unique_ptr<Function>> schemaBodies_;
+  std::vector<std::unique_ptr<Function>> schemaBodies_, schemaConverted_;
 };
 
 }  // namespace

@@ -175,3 +175,42 @@ main (float[2,3] X, float[4,5] Z) => (float[2,5] Y) {
   CHECK(s.status == 1);
   CHECK_THAT(s.out, Catch::Contains("shape-inference"));
 }
+
+TEST_CASE("expand from the command line: output name, selectors, report, pipes", "[cli][expand]") {
+  graphrw::test::TempDir dir;
+  auto m = smallModel(dir);
+  auto r = run(bin() + " expand " + q(m) + " --report " + q(dir / "report.json"));
+  REQUIRE(r.status == 0);
+  auto expanded = graphrw::test::readProto(dir / "m.expanded.onnx");
+  CHECK(expanded.functions_size() == 0);
+  CHECK(expanded.graph().node_size() == 2);
+  auto report = nlohmann::json::parse(graphrw::test::readFile(dir / "report.json"));
+  CHECK(report["passes"][0]["pass"] == "expand");
+  CHECK(report["passes"][0]["calls_inlined"]["local::Layer"] == 1);
+  CHECK(report["passes"][0]["functions_removed"][0] == "local::Layer");
+  CHECK(report["passes"][0].contains("seconds"));
+
+  auto none = run(bin() + " expand " + q(m) + " -o " + q(dir / "none.onnx") + " --select op_type=Nothing");
+  CHECK(none.status == 0);
+  CHECK_THAT(none.err, Catch::Contains("matched no call"));
+  CHECK(graphrw::test::readFile(dir / "none.onnx") == graphrw::test::readFile(m));
+
+  graphrw::test::writeFile(dir / "keep.onnx", "old");
+  auto strict = run(bin() + " expand " + q(m) + " -o " + q(dir / "keep.onnx") + " --select op_type=Nothing --require-match");
+  CHECK(strict.status == 2);
+  CHECK(lines(strict.err) == 1);
+  CHECK(graphrw::test::readFile(dir / "keep.onnx") == "old");
+
+  auto badSel = run(bin() + " expand " + q(m) + " --select op_typo=Layer");
+  CHECK(badSel.status == 2);
+  CHECK_THAT(badSel.err, Catch::Contains("unknown key 'op_typo'"));
+
+  auto pipe = run("cat " + q(m) + " | " + bin() + " expand - -o - --verify-each | " + bin() + " convert - -o " +
+                  q(dir / "piped.onnx"));
+  REQUIRE(pipe.status == 0);
+  CHECK(graphrw::test::readFile(dir / "piped.onnx") == graphrw::test::readFile(dir / "m.expanded.onnx"));
+
+  auto stdoutReport = run(bin() + " expand " + q(m) + " -o " + q(dir / "x.onnx") + " --report -");
+  CHECK(stdoutReport.status == 0);
+  CHECK(nlohmann::json::parse(stdoutReport.out)["passes"][0]["matched"] == 1);
+}
