@@ -108,6 +108,10 @@ void writeReport(const PipelineFlags& flags, const std::string& input, const std
   out.commit();
 }
 
+// The process ends right after a command: freeing a large IR node by node only
+// costs time (a fifth of expanding a 2M-node model), so it is left to the OS.
+void releaseAtExit(std::unique_ptr<ir::Model>& model) { (void)model.release(); }
+
 void writeOut(ir::Model& model, const std::string& path, const WriteOptions& options) {
   auto result = writeModel(model, path, options);
   if (path != "-") spdlog::info("wrote {} ({} bytes)", path, result.modelBytes);
@@ -176,12 +180,14 @@ int main(int argc, char** argv) {
       auto summary = inspectModel(*model);
       if (json) std::cout << summary.dump(2) << "\n";
       else std::cout << renderInspection(summary);
+      releaseAtExit(model);
       return 0;
     }
     if (convert->parsed()) {
       std::string out = outputPath(input, output, "converted");
       auto model = loadModel(input);
       writeOut(*model, out, external.writeOptions());
+      releaseAtExit(model);
       return 0;
     }
     if (expand->parsed()) {
@@ -201,6 +207,7 @@ int main(int argc, char** argv) {
       auto report = pm.run(*model);
       writeOut(*model, out, external.writeOptions());
       writeReport(pipeline, input, out, report);
+      releaseAtExit(model);
       return 0;
     }
     if (validate->parsed()) {
@@ -220,6 +227,7 @@ int main(int argc, char** argv) {
         }
         if (findings.empty()) std::cout << input << ": valid\n";
       }
+      releaseAtExit(model);
       return findings.empty() ? 0 : static_cast<int>(ExitCode::Findings);
     }
   } catch (const Error& e) {

@@ -33,7 +33,7 @@ class Copier {
   }
 
   Value* freshValue(Graph& target, const Value* inner) {
-    Value* v = target.addValue(target.names().fresh(joinName(prefix_, inner->name())));
+    Value* v = target.addFreshValue(joinName(prefix_, inner->name()));
     if (inner->type()) v->setType(*inner->type());
     result_.valueMap[inner] = v;
     return v;
@@ -48,8 +48,9 @@ class Copier {
     for (const Value* in : src.inputs()) spec.inputs.push_back(mapped(in));
     spec.outputs.assign(src.outputs().size(), std::string());
     Node* n = rw_.createNode(target, before, std::move(spec));
-    IrAccess::setIdentity(*n, n->name(), n->opType(), n->domain(), src.overload());
-    n->mutableResidual() = src.residual();
+    if (!src.overload().empty()) IrAccess::setIdentity(*n, n->name(), n->opType(), n->domain(), src.overload());
+    if (src.hasResidual()) n->mutableResidual() = src.residual();
+    n->setPresence(src.presence());
     for (size_t i = 0; i < src.outputs().size(); ++i) {
       const Value* out = src.outputs()[i];
       if (!out) continue;

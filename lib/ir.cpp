@@ -66,7 +66,7 @@ std::vector<Graph*> Node::subgraphs() const {
 // Graph
 
 Value* Graph::findLocal(std::string_view name) const {
-  auto it = byName_.find(std::string(name));
+  auto it = byName_.find(name);
   return it == byName_.end() ? nullptr : it->second;
 }
 
@@ -76,16 +76,34 @@ Value* Graph::find(std::string_view name) const {
   return nullptr;
 }
 
+namespace {
+std::unique_ptr<Value> newValue() { return std::make_unique<Value>(); }
+}  // namespace
+
 Value* Graph::addValue(const std::string& name) {
-  auto value = std::make_unique<Value>();
-  value->name_ = name;
-  value->graph_ = this;
-  value->slot_ = values_.size();
+  auto value = newValue();
+  IrAccess::setName(*value, name);
   Value* raw = value.get();
-  if (!byName_.emplace(name, raw).second) badInput("value '" + name + "' is defined twice");
+  if (!byName_.emplace(raw->name(), raw).second) badInput("value '" + name + "' is defined twice");
   names_->insert(name);
+  IrAccess::place(*value, this, values_.size());
   values_.push_back(std::move(value));
   return raw;
+}
+
+Value* Graph::addFreshValue(const std::string& base) {
+  auto value = newValue();
+  IrAccess::setName(*value, names_->fresh(base));  // reserved in the table by fresh()
+  Value* raw = value.get();
+  if (!byName_.emplace(raw->name(), raw).second) fail(ExitCode::Internal, "fresh name '" + raw->name() + "' is in use");
+  IrAccess::place(*value, this, values_.size());
+  values_.push_back(std::move(value));
+  return raw;
+}
+
+void Graph::reserve(size_t values) {
+  values_.reserve(values);
+  byName_.reserve(values);
 }
 
 void Graph::addInput(Value* v, onnx::ValueInfoProto info) {
@@ -140,7 +158,7 @@ void Graph::eraseValue(Value* v) {
   valueInfo_.erase(std::remove_if(valueInfo_.begin(), valueInfo_.end(),
                                   [v](const ValueInfo& vi) { return vi.value == v; }),
                    valueInfo_.end());
-  byName_.erase(v->name_);
+  byName_.erase(std::string_view(v->name_));
   names_->erase(v->name_);
   size_t slot = v->slot_;
   if (slot + 1 != values_.size()) {
@@ -180,8 +198,7 @@ void Graph::removeUse(Value* v, Node* n, int index) {
 
 void Graph::walkGraphs(const std::function<void(Graph&)>& fn) {
   fn(*this);
-  for (const auto& node : nodes_)
-    for (Graph* sub : node->subgraphs()) sub->walkGraphs(fn);
+  for (const auto& node : nodes_) node->forEachSubgraph([&](Graph& sub) { sub.walkGraphs(fn); });
 }
 
 // ---------------------------------------------------------------------------
@@ -193,8 +210,29 @@ std::string FunctionKey::str() const {
   return s;
 }
 
+namespace {
+
+// Fills a scope's name tables from every graph below `top` (subgraphs share them).
+void fillValueNames(Graph& top, NameTable& t) {
+  top.walkGraphs([&](Graph& g) {
+    NameFiller::reserve(t, t.size() + g.valueCount());
+    for (const auto& v : g.values()) NameFiller::add(t, v->name());
+  });
+}
+void fillNodeNames(Graph& top, NameTable& t) {
+  top.walkGraphs([&](Graph& g) {
+    for (const auto& n : g.nodes())
+      if (!n->name().empty()) NameFiller::add(t, n->name());
+  });
+}
+
+}  // namespace
+
 Function::Function(Model* model)
-    : body_(std::make_unique<Graph>(model, &names_, &nodeNames_, nullptr, nullptr)) {}
+    : body_(std::make_unique<Graph>(model, &names_, &nodeNames_, nullptr, nullptr)) {
+  names_.setFiller([this](NameTable& t) { fillValueNames(*body_, t); });
+  nodeNames_.setFiller([this](NameTable& t) { fillNodeNames(*body_, t); });
+}
 
 std::vector<onnx::AttributeProto> Function::attributeDefaults() const {
   std::vector<onnx::AttributeProto> result;
@@ -222,7 +260,10 @@ std::map<std::string, int64_t> Function::opsetImports() const {
 // ---------------------------------------------------------------------------
 // Model
 
-Model::Model() : graph_(std::make_unique<Graph>(this, &names_, &nodeNames_, nullptr, nullptr)) {}
+Model::Model() : graph_(std::make_unique<Graph>(this, &names_, &nodeNames_, nullptr, nullptr)) {
+  names_.setFiller([this](NameTable& t) { fillValueNames(*graph_, t); });
+  nodeNames_.setFiller([this](NameTable& t) { fillNodeNames(*graph_, t); });
+}
 
 std::map<std::string, int64_t> Model::opsetImports() const {
   std::map<std::string, int64_t> result;
@@ -254,18 +295,22 @@ Function* Model::findFunction(const FunctionKey& key) const {
 }
 
 Function* Model::findFunction(std::string_view domain, std::string_view name, std::string_view overload) const {
+  if (functionNames_.find(name) == functionNames_.end()) return nullptr;
   return findFunction(FunctionKey{std::string(domain), std::string(name), std::string(overload)});
 }
 
 Function* Model::addFunction(std::unique_ptr<Function> fn) {
   Function* raw = fn.get();
   if (!functionIndex_.emplace(fn->key(), raw).second) badInput("function " + fn->key().str() + " is defined twice");
+  functionNames_[fn->key().name]++;
   functions_.push_back(std::move(fn));
   return raw;
 }
 
 void Model::removeFunction(const Function* fn) {
   functionIndex_.erase(fn->key());
+  if (auto it = functionNames_.find(fn->key().name); it != functionNames_.end() && --it->second == 0)
+    functionNames_.erase(it);
   functions_.erase(std::remove_if(functions_.begin(), functions_.end(),
                                   [fn](const std::unique_ptr<Function>& f) { return f.get() == fn; }),
                    functions_.end());

@@ -147,10 +147,31 @@ class Node {
   // The subgraphs held by this node's attributes (If/Loop/Scan bodies, Call callees).
   std::vector<Graph*> subgraphs() const;
 
-  // What ONNX carries that the IR does not model: doc_string, metadata_props
-  // and unknown fields; its has-bits keep "" and "absent" apart.
-  const onnx::NodeProto& residual() const { return residual_; }
-  onnx::NodeProto& mutableResidual() { return residual_; }
+  // Calls fn for each subgraph held by this node's attributes, without allocating.
+  template <typename Fn>
+  void forEachSubgraph(Fn&& fn) const {
+    for (const auto& a : attrs_) {
+      if (a.g) fn(*a.g);
+      for (const auto& g : a.graphs) fn(*g);
+    }
+  }
+
+  // What ONNX carries that the IR does not model (doc_string, metadata_props,
+  // unknown fields); allocated only for nodes that have any.
+  const onnx::NodeProto& residual() const { return residual_ ? *residual_ : onnx::NodeProto::default_instance(); }
+  onnx::NodeProto& mutableResidual() {
+    if (!residual_) residual_ = std::make_unique<onnx::NodeProto>();
+    return *residual_;
+  }
+  bool hasResidual() const { return residual_ != nullptr; }
+  // Whether the input had name / op_type / domain set, even to "" (kept on write).
+  enum Presence : uint8_t { kName = 1, kOpType = 2, kDomain = 4 };
+  uint8_t presence() const { return presence_; }
+  void setPresence(uint8_t p) { presence_ = p; }
+
+  // Scratch space for graph algorithms (an order index, a visited mark); its
+  // value means nothing between algorithms.
+  mutable uint64_t scratch = 0;
 
  private:
   friend class Graph;
@@ -158,7 +179,8 @@ class Node {
   std::string name_, opType_, domain_, overload_;
   std::vector<Value*> inputs_, outputs_;
   std::vector<Attribute> attrs_;
-  onnx::NodeProto residual_;
+  std::unique_ptr<onnx::NodeProto> residual_;
+  uint8_t presence_ = 0;
   Graph* graph_ = nullptr;
   std::list<std::unique_ptr<Node>>::iterator self_;
 };
@@ -216,6 +238,9 @@ class Graph {
 
   // Building blocks used by the loader and the rewriter; passes use the Rewriter.
   Value* addValue(const std::string& name);  // registers the name; throws if taken in this scope
+  // A value named `base`, or `base_N` when taken: unique in the scope's name table.
+  Value* addFreshValue(const std::string& base);
+  void reserve(size_t values);
   void addInput(Value* v, onnx::ValueInfoProto info);
   void addOutput(Value* v, onnx::ValueInfoProto info);
   void addValueInfo(Value* v, onnx::ValueInfoProto info);
@@ -245,7 +270,7 @@ class Graph {
   onnx::GraphProto residual_;  // name, doc_string, quantization_annotation, unknown fields
   std::list<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Value>> values_;
-  std::unordered_map<std::string, Value*> byName_;
+  std::unordered_map<std::string_view, Value*> byName_;  // keys view Value::name_
   std::vector<ValueInfo> inputs_, outputs_, valueInfo_;
   std::vector<Initializer> initializers_;
   std::vector<SparseInitializer> sparse_;
@@ -322,6 +347,7 @@ class Model {
   std::unique_ptr<Graph> graph_;
   std::vector<std::unique_ptr<Function>> functions_;
   std::map<FunctionKey, Function*> functionIndex_;
+  std::map<std::string, int, std::less<>> functionNames_;  // fast reject for findFunction
   std::shared_ptr<ExternalFiles> external_;
 };
 
@@ -347,7 +373,11 @@ class IrAccess {
     v.producerIndex_ = index;
   }
   static void setName(Value& v, std::string name) { v.name_ = std::move(name); }
-  static std::unordered_map<std::string, Value*>& byName(Graph& g) { return g.byName_; }
+  static void place(Value& v, Graph* g, size_t slot) {
+    v.graph_ = g;
+    v.slot_ = slot;
+  }
+  static std::unordered_map<std::string_view, Value*>& byName(Graph& g) { return g.byName_; }
   static std::vector<ValueInfo>& inputs(Graph& g) { return g.inputs_; }
   static std::vector<ValueInfo>& outputs(Graph& g) { return g.outputs_; }
   static std::list<std::unique_ptr<Node>>& nodes(Graph& g) { return g.nodes_; }

@@ -124,7 +124,13 @@ class Builder {
     np.clear_output();
     np.clear_attribute();
     if (!np.unknown_fields().empty()) np.mutable_unknown_fields()->DeleteByNumber(kNodeOverload);
-    n->mutableResidual() = std::move(np);
+    n->setPresence(static_cast<uint8_t>((np.has_name() ? Node::kName : 0) | (np.has_op_type() ? Node::kOpType : 0) |
+                                        (np.has_domain() ? Node::kDomain : 0)));
+    np.clear_name();
+    np.clear_op_type();
+    np.clear_domain();
+    if (np.has_doc_string() || np.unknown_fields().field_count() > 0 || np.ByteSizeLong() > 0)
+      n->mutableResidual() = std::move(np);
   }
 
   template <typename NodeList>
@@ -143,6 +149,9 @@ class Builder {
   }
 
   void loadGraph(onnx::GraphProto& gp, Graph& g) {
+    size_t values = static_cast<size_t>(gp.input_size() + gp.initializer_size() + gp.value_info_size());
+    for (const auto& n : gp.node()) values += static_cast<size_t>(n.output_size());
+    g.reserve(values);
     for (auto& vi : *gp.mutable_input()) {
       Value* v = g.findLocal(vi.name());
       if (v && v->isGraphInput()) badInput("graph input '" + vi.name() + "' is listed twice");

@@ -3,39 +3,73 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
 namespace graphrw::ir {
 
+// The table is built lazily: loading a model only for convert or inspect never
+// pays for it. Its owner gives a filler that inserts every name the IR holds;
+// the first query runs it, and from then on inserts and erases keep it exact.
 class NameTable {
  public:
-  bool contains(const std::string& name) const { return names_.count(name) != 0; }
-  // Records one more holder of a name; returns false when it was taken already.
-  bool insert(const std::string& name) { return names_[name]++ == 0; }
+  void setFiller(std::function<void(NameTable&)> filler) { filler_ = std::move(filler); }
+  bool built() const { return built_; }
+
+  bool contains(const std::string& name) {
+    ensure();
+    return names_.count(name) != 0;
+  }
+  // Records one more holder of a name (nothing to do before the table is built).
+  void insert(const std::string& name) {
+    if (built_) names_[name]++;
+  }
   void erase(const std::string& name) {
+    if (!built_) return;
     auto it = names_.find(name);
     if (it != names_.end() && --it->second == 0) names_.erase(it);
   }
-  size_t size() const { return names_.size(); }
+  size_t size() {
+    ensure();
+    return names_.size();
+  }
 
   // `base` itself when free, else `base_1`, `base_2`, ... The counter per base
   // makes repeated requests for one base O(1) amortised, not a scan.
   std::string fresh(const std::string& base) {
-    if (insert(base)) return base;
+    ensure();
+    if (names_[base]++ == 0) return base;
     names_[base]--;
     uint32_t& next = counters_[base];
     for (;;) {
       std::string candidate = base + "_" + std::to_string(++next);
-      if (insert(candidate)) return candidate;
+      if (names_[candidate]++ == 0) return candidate;
       names_[candidate]--;
     }
   }
 
  private:
+  void ensure() {
+    if (built_) return;
+    built_ = true;
+    if (filler_) filler_(*this);
+    names_.reserve(names_.size() * 2 + 1024);  // room to grow before the first rehash
+  }
+  void fill(const std::string& name) { names_[name]++; }
+  friend class NameFiller;
+  bool built_ = false;
+  std::function<void(NameTable&)> filler_;
   std::unordered_map<std::string, uint32_t> names_;
   std::unordered_map<std::string, uint32_t> counters_;
+};
+
+// Used by fillers: inserts while the table is being built.
+class NameFiller {
+ public:
+  static void add(NameTable& t, const std::string& name) { t.fill(name); }
+  static void reserve(NameTable& t, size_t n) { t.names_.reserve(n); }
 };
 
 }  // namespace graphrw::ir

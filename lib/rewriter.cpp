@@ -23,7 +23,7 @@ Node* Rewriter::createNode(Graph& g, const Node* before, NodeSpec spec) {
       outputs.push_back(nullptr);
       continue;
     }
-    Value* v = g.addValue(g.names().fresh(spec.outputs[i]));
+    Value* v = g.addFreshValue(spec.outputs[i]);
     IrAccess::setProducer(*v, n, static_cast<int>(i));
     outputs.push_back(v);
   }
@@ -75,10 +75,10 @@ void Rewriter::eraseNode(Node* n) {
       auto& in = IrAccess::inputs(*inner);
       for (size_t i = 0; i < in.size(); ++i)
         if (in[i] && in[i]->graph() != &sub) Graph::removeUse(in[i], inner.get(), static_cast<int>(i));
-      for (Graph* deeper : inner->subgraphs()) dropUses(*deeper);
+      inner->forEachSubgraph(dropUses);
     }
   };
-  for (Graph* sub : n->subgraphs()) dropUses(*sub);
+  n->forEachSubgraph(dropUses);
   for (Value* v : IrAccess::outputs(*n)) {
     if (!v) continue;
     IrAccess::setProducer(*v, nullptr, -1);
@@ -95,10 +95,10 @@ std::string Rewriter::renameValue(Value* v, const std::string& wanted) {
   Graph* g = v->graph();
   auto& index = IrAccess::byName(*g);
   std::string name = g->names().fresh(wanted);
-  index.erase(v->name());
+  index.erase(std::string_view(v->name()));
   g->names().erase(v->name());
   IrAccess::setName(*v, name);
-  index.emplace(name, v);
+  index.emplace(v->name(), v);
   counts_.valuesRenamed++;
   return name;
 }

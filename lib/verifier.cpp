@@ -100,14 +100,15 @@ std::vector<Finding> verify(Model& model) {
 }
 
 std::optional<std::string> findCycle(const Graph& g) {
-  // Fast path: already in order.
-  std::unordered_set<const Node*> seen;
+  // Fast path: already in order (scratch = position + 1, 0 = not yet seen).
+  for (const auto& n : g.nodes()) n->scratch = 0;
   bool ordered = true;
+  uint64_t position = 0;
   for (const auto& n : g.nodes()) {
     for (const Value* v : n->inputs())
-      if (v && v->producer() && v->graph() == &g && !seen.count(v->producer())) ordered = false;
+      if (v && v->producer() && v->graph() == &g && v->producer()->scratch == 0) ordered = false;
     if (!ordered) break;
-    seen.insert(n.get());
+    n->scratch = ++position;
   }
   if (ordered) return std::nullopt;
   // Kahn's algorithm; whatever is left over lies on or behind a cycle.

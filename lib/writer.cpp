@@ -146,11 +146,11 @@ class ProtoBuilder {
 
 
   void node(const Node& n, onnx::NodeProto& out) {
-    out = n.residual();
-    const auto& r = n.residual();
-    if (!n.name().empty() || r.has_name()) out.set_name(n.name()); else out.clear_name();
-    if (!n.opType().empty() || r.has_op_type()) out.set_op_type(n.opType()); else out.clear_op_type();
-    if (!n.domain().empty() || r.has_domain()) out.set_domain(n.domain()); else out.clear_domain();
+    if (n.hasResidual()) out = n.residual();
+    uint8_t p = n.presence();
+    if (!n.name().empty() || (p & Node::kName)) out.set_name(n.name());
+    if (!n.opType().empty() || (p & Node::kOpType)) out.set_op_type(n.opType());
+    if (!n.domain().empty() || (p & Node::kDomain)) out.set_domain(n.domain());
     for (const Value* v : n.inputs()) out.add_input(v ? v->name() : std::string());
     for (const Value* v : n.outputs()) out.add_output(v ? v->name() : std::string());
     for (const auto& a : n.attributes()) attribute(a, *out.add_attribute());

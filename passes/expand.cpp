@@ -31,6 +31,7 @@ class ExpandPass final : public Pass {
     model_ = &model;
     rw_ = &context.rewriter;
     auto reachableBefore = reachableFunctions();
+    auto domainsBefore = usedDomains();
 
     // Calls first: function bodies (calls inside kept functions are inlined
     // too), then the main graph. Schema ops second, once calls are gone and
@@ -53,6 +54,14 @@ class ExpandPass final : public Pass {
           model.removeFunction(f);
         }
       }
+
+    // A domain only the inlined calls used needs no import any more.
+    auto domainsAfter = usedDomains();
+    auto* imports = model.mutableResidual().mutable_opset_import();
+    for (int i = imports->size() - 1; i >= 0; --i) {
+      const std::string& d = imports->Get(i).domain();
+      if (!isDefaultDomain(d) && domainsBefore.count(d) && !domainsAfter.count(d)) imports->DeleteSubrange(i, 1);
+    }
 
     if (!options_.select.empty()) {
       for (const auto& sel : options_.select.any)
@@ -138,11 +147,11 @@ class ExpandPass final : public Pass {
     for (Node* n : nodes) {
       Target t = classify(*n, opsets);
       if (t.kind == Kind::None) {
-        for (Graph* sub : n->subgraphs()) {
+        n->forEachSubgraph([&](Graph& sub) {
           std::vector<Node*> inner;
-          for (const auto& m : sub->nodes()) inner.push_back(m.get());
-          process(*sub, inner, stack);
-        }
+          for (const auto& m : sub.nodes()) inner.push_back(m.get());
+          process(sub, inner, stack);
+        });
         continue;
       }
       if (std::find(stack.begin(), stack.end(), t.key) != stack.end()) {
@@ -329,6 +338,15 @@ class ExpandPass final : public Pass {
     });
   }
 
+  // Domains of nodes in the main graph, its subgraphs and the function bodies.
+  std::set<std::string> usedDomains() {
+    std::set<std::string> domains;
+    model_->walkGraphs([&](Graph& g) {
+      for (const auto& n : g.nodes()) domains.insert(n->domain());
+    });
+    return domains;
+  }
+
   // Functions reachable by calls from the main graph (and its subgraphs).
   std::set<FunctionKey> reachableFunctions() {
     std::set<FunctionKey> seen;
@@ -337,7 +355,7 @@ class ExpandPass final : public Pass {
       const Graph* g = work.back();
       work.pop_back();
       for (const auto& n : g->nodes()) {
-        for (Graph* sub : n->subgraphs()) work.push_back(sub);
+        n->forEachSubgraph([&](Graph& sub) { work.push_back(&sub); });
         if (Function* f = model_->findFunction(n->domain(), n->opType(), n->overload()))
           if (seen.insert(f->key()).second) work.push_back(&f->body());
       }

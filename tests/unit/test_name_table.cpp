@@ -1,6 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include "loader.h"
+#include "models.h"
 #include "name_table.h"
+#include "support.h"
 
 using graphrw::ir::NameTable;
 
@@ -17,8 +20,9 @@ TEST_CASE("fresh names are unique and readable", "[names]") {
 
 TEST_CASE("names are counted, so erasing one holder keeps the other", "[names]") {
   NameTable t;
-  CHECK(t.insert("n"));
-  CHECK_FALSE(t.insert("n"));
+  CHECK_FALSE(t.contains("n"));  // builds the (empty) table
+  t.insert("n");
+  t.insert("n");
   t.erase("n");
   CHECK(t.contains("n"));
   t.erase("n");
@@ -31,4 +35,33 @@ TEST_CASE("many requests for one base stay linear", "[names]") {
   for (int i = 0; i < 100000; ++i) t.fresh("x");
   CHECK(t.size() == 100000);
   CHECK(t.contains("x_99999"));
+}
+
+TEST_CASE("the table is built from its filler on first use, then kept exact", "[names]") {
+  NameTable t;
+  int fills = 0;
+  t.setFiller([&](NameTable& table) {
+    ++fills;
+    graphrw::ir::NameFiller::add(table, "a");
+    graphrw::ir::NameFiller::add(table, "b");
+  });
+  t.insert("ignored before the build");  // the filler reads the IR instead
+  CHECK_FALSE(t.built());
+  CHECK(t.fresh("a") == "a_1");
+  CHECK(t.built());
+  CHECK(t.contains("b"));
+  CHECK_FALSE(t.contains("ignored before the build"));
+  t.insert("c");
+  CHECK(t.contains("c"));
+  CHECK(fills == 1);
+}
+
+TEST_CASE("model name tables follow the IR through lazy building", "[names]") {
+  auto model = graphrw::loadModel(graphrw::test::parseModel(graphrw::test::kSmallModel));
+  auto& names = model->valueNames();
+  CHECK_FALSE(names.built());
+  CHECK(names.contains("H"));
+  CHECK(names.contains("W"));
+  CHECK(model->graph().addFreshValue("H")->name() == "H_1");
+  CHECK(model->nodeNames().fresh("x") == "x");
 }
