@@ -152,7 +152,9 @@ int main(int argc, char** argv) {
   for (auto& f : *model.mutable_functions())
     for (int i = 0; i < f.node_size(); ++i) {
       auto* n = f.mutable_node(i);
-      n->set_name("/" + f.name() + "/" + n->op_type() + "_" + std::to_string(i));
+      if (n->op_type() == "BertAttention") n->set_name("/attention");
+      else if (n->op_type() == "BertSelfAttention") n->set_name("/self");
+      else n->set_name("/" + n->op_type() + "_" + std::to_string(i));
     }
   // Rename the short weight names of the text to their full names.
   std::map<std::string, std::string> rename = {{"word", ws[0].name}, {"ttype", ws[1].name}, {"eln_g", ws[2].name},

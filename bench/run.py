@@ -11,7 +11,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run_once(cmd):
-    """Wall seconds and peak RSS (bytes) of one command, measured for that process alone."""
+    """Wall seconds and peak RSS (bytes) of one command, measured for that process alone.
+    Dirty pages of earlier runs are flushed first (untimed), so no run pays for another's writes."""
+    os.sync()
     start = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(p.pid, 0)

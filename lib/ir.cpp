@@ -66,8 +66,8 @@ std::vector<Graph*> Node::subgraphs() const {
 // Graph
 
 Value* Graph::findLocal(std::string_view name) const {
-  auto it = byName_.find(name);
-  return it == byName_.end() ? nullptr : it->second;
+  Value* const* v = byName_.find(name);
+  return v ? *v : nullptr;
 }
 
 Value* Graph::find(std::string_view name) const {
@@ -104,6 +104,12 @@ Value* Graph::addFreshValue(const std::string& base) {
 void Graph::reserve(size_t values) {
   values_.reserve(values);
   byName_.reserve(values);
+}
+
+void Graph::reserveMore(size_t values, size_t nodes) {
+  reserve(values_.size() + values);
+  names_->reserveMore(values);
+  nodeNames_->reserveMore(nodes);
 }
 
 void Graph::addInput(Value* v, onnx::ValueInfoProto info) {
@@ -158,7 +164,7 @@ void Graph::eraseValue(Value* v) {
   valueInfo_.erase(std::remove_if(valueInfo_.begin(), valueInfo_.end(),
                                   [v](const ValueInfo& vi) { return vi.value == v; }),
                    valueInfo_.end());
-  byName_.erase(std::string_view(v->name_));
+  byName_.erase(v->name_);
   names_->erase(v->name_);
   size_t slot = v->slot_;
   if (slot + 1 != values_.size()) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "buffer.h"
+#include "flat_map.h"
 #include "name_table.h"
 
 namespace graphrw::ir {
@@ -241,6 +242,8 @@ class Graph {
   // A value named `base`, or `base_N` when taken: unique in the scope's name table.
   Value* addFreshValue(const std::string& base);
   void reserve(size_t values);
+  // Room for about this many more values and nodes (a pass that knows it will grow the graph).
+  void reserveMore(size_t values, size_t nodes);
   void addInput(Value* v, onnx::ValueInfoProto info);
   void addOutput(Value* v, onnx::ValueInfoProto info);
   void addValueInfo(Value* v, onnx::ValueInfoProto info);
@@ -270,7 +273,7 @@ class Graph {
   onnx::GraphProto residual_;  // name, doc_string, quantization_annotation, unknown fields
   std::list<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Value>> values_;
-  std::unordered_map<std::string_view, Value*> byName_;  // keys view Value::name_
+  FlatStringMap<std::string_view, Value*> byName_;  // keys view Value::name_
   std::vector<ValueInfo> inputs_, outputs_, valueInfo_;
   std::vector<Initializer> initializers_;
   std::vector<SparseInitializer> sparse_;
@@ -377,7 +380,7 @@ class IrAccess {
     v.graph_ = g;
     v.slot_ = slot;
   }
-  static std::unordered_map<std::string_view, Value*>& byName(Graph& g) { return g.byName_; }
+  static FlatStringMap<std::string_view, Value*>& byName(Graph& g) { return g.byName_; }
   static std::vector<ValueInfo>& inputs(Graph& g) { return g.inputs_; }
   static std::vector<ValueInfo>& outputs(Graph& g) { return g.outputs_; }
   static std::list<std::unique_ptr<Node>>& nodes(Graph& g) { return g.nodes_; }

@@ -85,6 +85,8 @@ class Builder {
     if (!np.unknown_fields().empty())
       for (auto& o : wire::lenFields(np.unknown_fields(), kNodeOverload)) overload = o;
     IrAccess::setIdentity(*n, np.name(), np.op_type(), np.domain(), std::move(overload));
+    n->setPresence(static_cast<uint8_t>((np.has_name() ? Node::kName : 0) | (np.has_op_type() ? Node::kOpType : 0) |
+                                        (np.has_domain() ? Node::kDomain : 0)));
     Node* raw = g.appendNode(std::move(n));
     for (int i = 0; i < np.output_size(); ++i) {
       const std::string& name = np.output(i);
@@ -124,13 +126,10 @@ class Builder {
     np.clear_output();
     np.clear_attribute();
     if (!np.unknown_fields().empty()) np.mutable_unknown_fields()->DeleteByNumber(kNodeOverload);
-    n->setPresence(static_cast<uint8_t>((np.has_name() ? Node::kName : 0) | (np.has_op_type() ? Node::kOpType : 0) |
-                                        (np.has_domain() ? Node::kDomain : 0)));
     np.clear_name();
     np.clear_op_type();
     np.clear_domain();
-    if (np.has_doc_string() || np.unknown_fields().field_count() > 0 || np.ByteSizeLong() > 0)
-      n->mutableResidual() = std::move(np);
+    if (np.ByteSizeLong() > 0) n->mutableResidual() = std::move(np);
   }
 
   template <typename NodeList>
@@ -140,6 +139,12 @@ class Builder {
     for (auto& np : list) created.push_back(node(np, g));
     size_t i = 0;
     for (auto& np : list) wireNode(np, created[i++], g);
+  }
+
+  template <typename Repeated>
+  static void release(Repeated* field) {
+    Repeated empty;
+    field->Swap(&empty);
   }
 
   Value* defineSource(Graph& g, const std::string& name, const char* what) {
@@ -178,12 +183,14 @@ class Builder {
       if (!v) v = g.addValue(vi.name());  // value_info for a value nobody defines: kept as it was
       g.addValueInfo(v, std::move(vi));
     }
-    gp.clear_node();
-    gp.clear_input();
-    gp.clear_output();
-    gp.clear_initializer();
-    gp.clear_sparse_initializer();
-    gp.clear_value_info();
+    // clear_*() would keep the emptied elements allocated for reuse, for the
+    // life of the residual: free them.
+    release(gp.mutable_node());
+    release(gp.mutable_input());
+    release(gp.mutable_output());
+    release(gp.mutable_initializer());
+    release(gp.mutable_sparse_initializer());
+    release(gp.mutable_value_info());
     g.mutableResidual() = std::move(gp);
   }
 
@@ -221,7 +228,7 @@ class Builder {
     }
     fp.clear_input();
     fp.clear_output();
-    fp.clear_node();
+    release(fp.mutable_node());
     fp.mutable_unknown_fields()->DeleteByNumber(kFunctionValueInfo);
     fp.mutable_unknown_fields()->DeleteByNumber(kFunctionOverload);
     fn->mutableResidual() = std::move(fp);
@@ -263,6 +270,7 @@ std::unique_ptr<ir::Model> loadModel(std::shared_ptr<const Buffer> bytes, const 
       badInput("the model's graph is over 2 GB even without its tensor data");
     onnx::ModelProto proto;
     if (!proto.ParseFromString(stripped.bytes)) badInput("not an ONNX model (protobuf parse failed)");
+    std::string().swap(stripped.bytes);  // parsed: free it before the IR is built
     if (!proto.has_graph()) badInput("not an ONNX model (no graph)");
     return build(proto, stripped.payloads, baseDir);
   } catch (const Error& e) {

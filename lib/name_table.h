@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include "flat_map.h"
 
 namespace graphrw::ir {
 
@@ -20,33 +20,35 @@ class NameTable {
 
   bool contains(const std::string& name) {
     ensure();
-    return names_.count(name) != 0;
+    return names_.find(name) != nullptr;
   }
   // Records one more holder of a name (nothing to do before the table is built).
   void insert(const std::string& name) {
-    if (built_) names_[name]++;
+    if (built_) fill(name);
   }
   void erase(const std::string& name) {
     if (!built_) return;
-    auto it = names_.find(name);
-    if (it != names_.end() && --it->second == 0) names_.erase(it);
+    if (uint32_t* count = names_.find(name); count && --*count == 0) names_.erase(name);
   }
   size_t size() {
     ensure();
     return names_.size();
+  }
+  // Room for `more` names beyond those held now.
+  void reserveMore(size_t more) {
+    ensure();
+    names_.reserve(names_.size() + more);
   }
 
   // `base` itself when free, else `base_1`, `base_2`, ... The counter per base
   // makes repeated requests for one base O(1) amortised, not a scan.
   std::string fresh(const std::string& base) {
     ensure();
-    if (names_[base]++ == 0) return base;
-    names_[base]--;
-    uint32_t& next = counters_[base];
+    if (names_.emplace(base, 1).second) return base;
+    uint32_t* next = counters_.emplace(base, 0).first;  // stable: only names_ changes below
     for (;;) {
-      std::string candidate = base + "_" + std::to_string(++next);
-      if (names_[candidate]++ == 0) return candidate;
-      names_[candidate]--;
+      std::string candidate = base + "_" + std::to_string(++*next);
+      if (names_.emplace(candidate, 1).second) return candidate;
     }
   }
 
@@ -57,12 +59,12 @@ class NameTable {
     if (filler_) filler_(*this);
     names_.reserve(names_.size() * 2 + 1024);  // room to grow before the first rehash
   }
-  void fill(const std::string& name) { names_[name]++; }
+  void fill(const std::string& name) { ++*names_.emplace(name, 0).first; }
   friend class NameFiller;
   bool built_ = false;
   std::function<void(NameTable&)> filler_;
-  std::unordered_map<std::string, uint32_t> names_;
-  std::unordered_map<std::string, uint32_t> counters_;
+  FlatStringMap<std::string, uint32_t> names_;
+  FlatStringMap<std::string, uint32_t> counters_;
 };
 
 // Used by fillers: inserts while the table is being built.

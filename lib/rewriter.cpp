@@ -95,7 +95,7 @@ std::string Rewriter::renameValue(Value* v, const std::string& wanted) {
   Graph* g = v->graph();
   auto& index = IrAccess::byName(*g);
   std::string name = g->names().fresh(wanted);
-  index.erase(std::string_view(v->name()));
+  index.erase(v->name());
   g->names().erase(v->name());
   IrAccess::setName(*v, name);
   index.emplace(v->name(), v);

@@ -81,13 +81,27 @@ class ProtoBuilder {
       : materialize_(materialize), options_(options), relocate_(relocate), data_(data) {}
 
   std::vector<Bytes> payloads;
+  // When set, the main graph's nodes are serialized here one at a time (as
+  // GraphProto field 1) instead of being held as NodeProtos all at once.
+  std::string* mainNodes = nullptr;
 
   void functionOnly(const Function& f, onnx::FunctionProto& out) { function(f, out); }
   void nodeOnly(const Node& n, onnx::NodeProto& out) { node(n, out); }
 
   void model(const Model& m, onnx::ModelProto& out) {
     out = m.residual();
-    graph(m.graph(), *out.mutable_graph());
+    if (mainNodes) {
+      onnx::NodeProto np;
+      std::string bytes;
+      for (const auto& n : m.graph().nodes()) {
+        np.Clear();
+        node(*n, np);
+        bytes.clear();
+        np.SerializeToString(&bytes);
+        wire::appendLenField(*mainNodes, 1, bytes);
+      }
+    }
+    graph(m.graph(), *out.mutable_graph(), /*withNodes=*/mainNodes == nullptr);
     for (const auto& f : m.functions()) function(*f, *out.add_functions());
   }
 
@@ -162,10 +176,12 @@ class ProtoBuilder {
     if (out.name() != vi.value->name()) out.set_name(vi.value->name());
   }
 
-  void graph(const Graph& g, onnx::GraphProto& out) {
+  void graph(const Graph& g, onnx::GraphProto& out, bool withNodes = true) {
     out = g.residual();
-    out.mutable_node()->Reserve(static_cast<int>(g.nodeCount()));
-    for (const auto& n : g.nodes()) node(*n, *out.add_node());
+    if (withNodes) {
+      out.mutable_node()->Reserve(static_cast<int>(g.nodeCount()));
+      for (const auto& n : g.nodes()) node(*n, *out.add_node());
+    }
     for (const auto& init : g.initializers()) tensor(*init.tensor, *out.add_initializer(), init.value->name());
     for (const auto& sp : g.sparseInitializers()) {
       auto* s = out.add_sparse_initializer();
@@ -269,6 +285,33 @@ bool sameDir(const fs::path& a, const fs::path& b) {
 
 }  // namespace
 
+// The model's protobuf bytes, payloads as placeholders, with the main graph's
+// nodes streamed: ModelProto.graph (7) gets them as its leading field 1, the
+// place protobuf itself gives them.
+std::string serializeStreamed(ProtoBuilder& builder, const Model& model) {
+  std::string nodes;
+  builder.mainNodes = &nodes;
+  onnx::ModelProto proto;
+  builder.model(model, proto);
+  std::string rest = proto.SerializeAsString();
+  proto.Clear();
+  std::string out;
+  out.reserve(rest.size() + nodes.size() + 16);
+  wire::Reader r(rest);
+  wire::Field f;
+  while (r.next(f)) {
+    if (f.number == 7 && f.type == wire::WireType::Len) {
+      wire::appendTag(out, 7, wire::WireType::Len);
+      wire::appendVarint(out, nodes.size() + f.payload.size());
+      out.append(nodes);
+      out.append(f.payload);
+    } else {
+      out.append(f.begin, f.end);
+    }
+  }
+  return out;
+}
+
 onnx::ModelProto toProto(const Model& model) {
   WriteOptions options;
   ProtoBuilder builder(true, options, false, nullptr);
@@ -296,9 +339,7 @@ onnx::NodeProto nodeToProto(const Node& node) {
 std::string serialize(const Model& model) {
   WriteOptions options;
   ProtoBuilder builder(false, options, false, nullptr);
-  onnx::ModelProto proto;
-  builder.model(model, proto);
-  std::string bytes = proto.SerializeAsString();
+  std::string bytes = serializeStreamed(builder, model);
   auto spliced = wire::splicePayloads(bytes, builder.payloads);
   std::string out;
   out.reserve(spliced.size);
@@ -340,9 +381,7 @@ WriteResult writeModel(Model& model, const std::string& path, const WriteOptions
   }
 
   ProtoBuilder builder(false, options, relocate, useData ? &data : nullptr);
-  onnx::ModelProto proto;
-  builder.model(model, proto);
-  std::string bytes = proto.SerializeAsString();
+  std::string bytes = serializeStreamed(builder, model);
   auto spliced = wire::splicePayloads(bytes, builder.payloads);
   if (spliced.size > kProtobufLimit)
     usageError("the model would be " + std::to_string(spliced.size) +

@@ -138,7 +138,13 @@ class ExpandPass final : public Pass {
   // inlining are examined in turn, with `stack` holding what is being expanded.
   void expandGraph(Graph& g, const std::vector<std::string>& stack) {
     std::vector<Node*> work;
-    for (const auto& n : g.nodes()) work.push_back(n.get());
+    size_t growth = 0;  // what the first level of inlining adds, to size the tables once
+    for (const auto& n : g.nodes()) {
+      work.push_back(n.get());
+      if (phase_ == Phase::Calls)
+        if (Function* f = model_->findFunction(n->domain(), n->opType(), n->overload())) growth += f->body().nodeCount();
+    }
+    if (growth > 1024) g.reserveMore(growth, growth);
     process(g, work, stack);
   }
 

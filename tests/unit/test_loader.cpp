@@ -181,3 +181,18 @@ main (float[2] X) => (float[2] Y) {
   CHECK(model->graph().nodes().front()->opType() == "Neg");
   CHECK(serialize(*model) == m.SerializeAsString());
 }
+
+TEST_CASE("IR versions and opsets newer than ONNX 1.12 knows load and write unchanged", "[loader]") {
+  auto proto = test::parseModel(test::kSmallModel);
+  proto.set_ir_version(11);
+  proto.mutable_opset_import(0)->set_version(23);
+  auto* extra = proto.add_opset_import();
+  extra->set_domain("ai.onnx.preview.training");
+  extra->set_version(1);
+  // A node op that does not exist in 1.12's registry.
+  proto.mutable_graph()->mutable_node(0)->set_op_type("RMSNormalization");
+  auto model = loadBytes(proto.SerializeAsString());
+  CHECK(model->irVersion() == 11);
+  CHECK(model->opsetVersion("") == 23);
+  CHECK(serialize(*model) == proto.SerializeAsString());
+}

@@ -1,0 +1,64 @@
+#include <catch2/catch.hpp>
+#include <map>
+#include <random>
+
+#include "flat_map.h"
+
+using graphrw::FlatStringMap;
+
+TEST_CASE("flat map: insert, find, erase, tombstones", "[flat_map]") {
+  FlatStringMap<std::string, int> m;
+  CHECK(m.find("a") == nullptr);
+  CHECK(m.emplace("a", 1).second);
+  CHECK_FALSE(m.emplace("a", 2).second);
+  CHECK(*m.find("a") == 1);
+  CHECK(m.erase("a"));
+  CHECK_FALSE(m.erase("a"));
+  CHECK(m.find("a") == nullptr);
+  CHECK(m.emplace("a", 3).second);
+  CHECK(*m.find("a") == 3);
+  CHECK(m.size() == 1);
+}
+
+TEST_CASE("flat map agrees with std::map under random churn", "[flat_map]") {
+  FlatStringMap<std::string, int> m;
+  std::map<std::string, int> ref;
+  std::mt19937 rng(7);
+  for (int step = 0; step < 200000; ++step) {
+    std::string key = "k" + std::to_string(rng() % 5000);
+    switch (rng() % 3) {
+      case 0: {
+        int v = static_cast<int>(rng());
+        bool inserted = m.emplace(key, v).second;
+        CHECK(inserted == ref.emplace(key, v).second);
+        break;
+      }
+      case 1:
+        CHECK(m.erase(key) == (ref.erase(key) == 1));
+        break;
+      default: {
+        int* got = m.find(key);
+        auto it = ref.find(key);
+        REQUIRE((got != nullptr) == (it != ref.end()));
+        if (got) CHECK(*got == it->second);
+      }
+    }
+  }
+  CHECK(m.size() == ref.size());
+  size_t seen = 0;
+  m.forEach([&](std::string_view k, int v) {
+    ++seen;
+    CHECK(ref.at(std::string(k)) == v);
+  });
+  CHECK(seen == ref.size());
+}
+
+TEST_CASE("flat map with string_view keys owned elsewhere", "[flat_map]") {
+  std::vector<std::string> owners;
+  for (int i = 0; i < 1000; ++i) owners.push_back("/layers." + std::to_string(i) + "/attention/value");
+  FlatStringMap<std::string_view, const std::string*> m;
+  m.reserve(10);  // grows past it
+  for (const auto& s : owners) CHECK(m.emplace(s, &s).second);
+  for (const auto& s : owners) CHECK(*m.find(std::string(s)) == &s);
+  CHECK(m.size() == 1000);
+}
