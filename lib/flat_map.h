@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -119,6 +120,86 @@ class FlatStringMap {
   std::vector<Slot> slots_;
   size_t size_ = 0;  // live entries
   size_t used_ = 0;  // live entries and tombstones
+};
+
+// A counted multiset of 64-bit keys (name hashes), open addressing in 16-byte
+// slots. Key 0 is stored as 1 (0 marks an empty slot), so 0 and 1 count as one
+// key: harmless for hashes, where it is one more collision.
+class FlatHashCounter {
+ public:
+  size_t size() const { return size_; }
+  uint32_t count(uint64_t key) const {
+    if (slots_.empty()) return 0;
+    key = key ? key : 1;
+    for (size_t i = key & mask(); ; i = (i + 1) & mask()) {
+      const Slot& s = slots_[i];
+      if (s.key == 0) return 0;
+      if (s.key == key) return s.count;
+    }
+  }
+  // Adds one; returns the count before.
+  uint32_t add(uint64_t key) {
+    if ((used_ + 1) * 4 > slots_.size() * 3) grow(size_ + 1);
+    key = key ? key : 1;
+    for (size_t i = key & mask(); ; i = (i + 1) & mask()) {
+      Slot& s = slots_[i];
+      if (s.key == 0) {
+        s.key = key;
+        s.count = 1;
+        ++size_;
+        ++used_;
+        return 0;
+      }
+      if (s.key == key) {
+        if (s.count == 0) ++size_;  // a key kept at count 0 comes back
+        return s.count++;
+      }
+    }
+  }
+  // Removes one; a key whose count reaches 0 keeps its slot (at 0) until the next rebuild.
+  void remove(uint64_t key) {
+    if (slots_.empty()) return;
+    key = key ? key : 1;
+    for (size_t i = key & mask(); ; i = (i + 1) & mask()) {
+      Slot& s = slots_[i];
+      if (s.key == 0) return;
+      if (s.key == key) {
+        if (s.count > 0 && --s.count == 0) --size_;
+        return;
+      }
+    }
+  }
+  void reserve(size_t n) {
+    if (n * 4 > slots_.size() * 3) grow(n);
+  }
+
+ private:
+  struct Slot {
+    uint64_t key = 0;
+    uint32_t count = 0;
+  };
+  size_t mask() const { return slots_.size() - 1; }
+  void grow(size_t n) {
+    size_t capacity = 16;
+    while (capacity * 3 < n * 4 + 4) capacity *= 2;
+    if (capacity <= slots_.size() && used_ == size_) capacity = slots_.size() * 2;
+    std::vector<Slot> old;
+    old.swap(slots_);
+    slots_.resize(std::max(capacity, old.size()));
+    used_ = 0;
+    for (const Slot& s : old) {
+      if (s.key == 0 || s.count == 0) continue;
+      for (size_t i = s.key & mask(); ; i = (i + 1) & mask())
+        if (slots_[i].key == 0) {
+          slots_[i] = s;
+          ++used_;
+          break;
+        }
+    }
+  }
+  std::vector<Slot> slots_;
+  size_t size_ = 0;  // keys with a count above 0
+  size_t used_ = 0;  // occupied slots
 };
 
 }  // namespace graphrw

@@ -62,3 +62,32 @@ TEST_CASE("flat map with string_view keys owned elsewhere", "[flat_map]") {
   for (const auto& s : owners) CHECK(*m.find(std::string(s)) == &s);
   CHECK(m.size() == 1000);
 }
+
+TEST_CASE("hash counter: counted keys, removal, regrowth", "[flat_map]") {
+  graphrw::FlatHashCounter c;
+  CHECK(c.add(0) == 0);  // key 0 is a valid key
+  CHECK(c.add(0) == 1);
+  CHECK(c.count(0) == 2);
+  c.remove(0);
+  c.remove(0);
+  CHECK(c.count(0) == 0);
+  CHECK(c.size() == 0);
+  std::map<uint64_t, uint32_t> ref;
+  std::mt19937_64 rng(3);
+  for (int step = 0; step < 100000; ++step) {
+    uint64_t k = 2 + rng() % 3000;  // 0 and 1 are one key by design
+    if (rng() % 3) {
+      CHECK(c.add(k) == ref[k]);
+      ref[k]++;
+    } else {
+      c.remove(k);
+      if (ref[k] > 0) ref[k]--;
+    }
+  }
+  size_t live = 0;
+  for (auto [k, n] : ref) {
+    CHECK(c.count(k) == n);
+    live += n > 0;
+  }
+  CHECK(c.size() == live);
+}
