@@ -312,28 +312,26 @@ std::string serializeStreamed(ProtoBuilder& builder, const Model& model) {
   return out;
 }
 
-onnx::ModelProto toProto(const Model& model) {
+// One message built with every payload copied in.
+template <typename Proto, typename Build>
+Proto materialized(Build build) {
   WriteOptions options;
   ProtoBuilder builder(true, options, false, nullptr);
-  onnx::ModelProto proto;
-  builder.model(model, proto);
+  Proto proto;
+  build(builder, proto);
   return proto;
+}
+
+onnx::ModelProto toProto(const Model& model) {
+  return materialized<onnx::ModelProto>([&](ProtoBuilder& b, onnx::ModelProto& p) { b.model(model, p); });
 }
 
 onnx::FunctionProto functionToProto(const Function& function) {
-  WriteOptions options;
-  ProtoBuilder builder(true, options, false, nullptr);
-  onnx::FunctionProto proto;
-  builder.functionOnly(function, proto);
-  return proto;
+  return materialized<onnx::FunctionProto>([&](ProtoBuilder& b, onnx::FunctionProto& p) { b.functionOnly(function, p); });
 }
 
 onnx::NodeProto nodeToProto(const Node& node) {
-  WriteOptions options;
-  ProtoBuilder builder(true, options, false, nullptr);
-  onnx::NodeProto proto;
-  builder.nodeOnly(node, proto);
-  return proto;
+  return materialized<onnx::NodeProto>([&](ProtoBuilder& b, onnx::NodeProto& p) { b.nodeOnly(node, p); });
 }
 
 std::string serialize(const Model& model) {

@@ -192,7 +192,8 @@ class ExpandPass final : public Pass {
       }
       case Kind::SchemaOp: {
         auto fn = schemaFunction(*n, *t.schema);
-        const Function* body = bodyFor(*fn, g, opsets, label(*n), /*mayLeave=*/true);
+        std::unique_ptr<Function> converted;
+        const Function* body = bodyFor(*fn, g, opsets, label(*n), &converted);
         if (!body) {
           matched_--;
           return {};
@@ -205,9 +206,7 @@ class ExpandPass final : public Pass {
             env.defaults[name] = d;
           }
         schemaPerOp_[n->opType()]++;
-        auto created = inlineBody(*rw_, n, body->body(), env, prefix).created;
-        schemaBodies_.push_back(std::move(fn));
-        return created;
+        return inlineBody(*rw_, n, body->body(), env, prefix).created;
       }
       case Kind::None:
         break;
@@ -218,10 +217,12 @@ class ExpandPass final : public Pass {
   // The function's body as it may be inlined into `g`: merges its opset
   // imports into g's scope; an ai.onnx version that differs for an op the body
   // uses is an error, or is converted with --convert-opset.
-  // A schema op (mayLeave) whose body cannot be used is left as it is, with a
+  // For a schema op, `schemaCopy` receives a converted body when one is needed;
+  // a schema op whose body cannot be used is left as it is (nullptr), with a
   // warning: it is a valid standard op either way. A local function cannot stay.
   const Function* bodyFor(const Function& fn, Graph& g, const std::map<std::string, int64_t>& scope,
-                          const std::string& where, bool mayLeave = false) {
+                          const std::string& where, std::unique_ptr<Function>* schemaCopy = nullptr) {
+    const bool mayLeave = schemaCopy != nullptr;
     const Function* body = &fn;
     for (const auto& [domain, version] : fn.opsetImports()) {
       auto it = scope.find(domain);
@@ -249,12 +250,12 @@ class ExpandPass final : public Pass {
       if (mayLeave) {
         // A schema body is built per node; convert it, or leave the op when ONNX cannot.
         try {
-          schemaConverted_.push_back(convertFunction(*model_, fn, version, it->second));
+          *schemaCopy = convertFunction(*model_, *body, version, it->second);
         } catch (const Error& e) {
           spdlog::warn("expand: {} left as it is: {}", where, e.what());
           return nullptr;
         }
-        body = schemaConverted_.back().get();
+        body = schemaCopy->get();
         continue;
       }
       auto key = std::make_tuple(fn.key(), version, it->second);
@@ -378,7 +379,6 @@ class ExpandPass final : public Pass {
   std::set<std::string> selectorHits_;
   std::map<std::string, size_t> inlinedPerFunction_, schemaPerOp_;
   std::map<std::tuple<FunctionKey, int64_t, int64_t>, std::unique_ptr<Function>> converted_;
-  std::vector<std::unique_ptr<Function>> schemaBodies_, schemaConverted_;
 };
 
 }  // namespace
