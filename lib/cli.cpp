@@ -7,11 +7,14 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
+#include <cstring>
 #include <sstream>
 
 #include "error.h"
 #include "expand.h"
+#include "json_schema.h"
 #include "pass_manager.h"
+#include "rules.h"
 #include "selector.h"
 #include "atomic_file.h"
 #include "inspect.h"
@@ -118,6 +121,29 @@ void writeOut(ir::Model& model, const std::string& path, const WriteOptions& opt
   for (const auto& f : result.dataFiles) spdlog::info("wrote {} ({} bytes of external data)", f, result.externalBytes);
 }
 
+// Loads, runs the passes through the pass manager, writes: every rewriting
+// subcommand goes through here, so a command and its rule file agree byte for byte.
+int runPipeline(const std::string& input, const std::string& out, std::vector<std::unique_ptr<Pass>> passes,
+                const PipelineFlags& flags, const ExternalOptions& external) {
+  auto model = loadModel(input);
+  PassManager pm({flags.verifyEach, std::nullopt});
+  for (auto& p : passes) pm.add(std::move(p));
+  auto report = pm.run(*model);
+  writeOut(*model, out, external.writeOptions());
+  writeReport(flags, input, out, report);
+  releaseAtExit(model);
+  return 0;
+}
+
+// "rules/expand-bert.rules.json" -> "expand-bert"
+std::string rulesTag(const std::string& rulesPath) {
+  std::string name = fs::path(rulesPath).filename().string();
+  for (const char* ext : {".json", ".rules"})
+    if (name.size() > std::strlen(ext) && name.compare(name.size() - std::strlen(ext), std::strlen(ext), ext) == 0)
+      name.resize(name.size() - std::strlen(ext));
+  return name.empty() ? "rewritten" : name;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -157,6 +183,18 @@ int main(int argc, char** argv) {
   expand->add_flag("--require-match", expandOptions.requireMatch, "Fail when a selector matches nothing");
   pipeline.add(expand);
   external.add(expand);
+
+  std::string rulesPath;
+  PipelineFlags runFlags;
+  ExternalOptions runExternal;
+  auto* run = app.add_subcommand("run", "Run the passes of a rule file (docs/rules.md) on a model");
+  run->add_option("rules", rulesPath, "Rule file (JSON; graphrw schema prints its schema)")->required();
+  run->add_option("model", input, "ONNX model, or - for stdin")->required();
+  run->add_option("-o,--output", output, "Output file, or - for stdout (default: MODEL.RULES.onnx)");
+  runFlags.add(run);
+  runExternal.add(run);
+
+  auto* schema = app.add_subcommand("schema", "Print the JSON Schema of rule files (draft 2020-12)");
 
   auto* validate = app.add_subcommand("validate", "ONNX checker, strict shape inference, IR verifier, PopART attribute types");
   validate->add_option("model", input, "ONNX model, or - for stdin")->required();
@@ -201,13 +239,17 @@ int main(int argc, char** argv) {
           if (!op.empty()) expandOptions.schemaOps.push_back(op);
       }
       std::string out = outputPath(input, output, "expanded");
-      auto model = loadModel(input);
-      PassManager pm({pipeline.verifyEach, std::nullopt});
-      pm.add(passes::createExpandPass(expandOptions));
-      auto report = pm.run(*model);
-      writeOut(*model, out, external.writeOptions());
-      writeReport(pipeline, input, out, report);
-      releaseAtExit(model);
+      std::vector<std::unique_ptr<Pass>> passes;
+      passes.push_back(passes::createExpandPass(expandOptions));
+      return runPipeline(input, out, std::move(passes), pipeline, external);
+    }
+    if (run->parsed()) {
+      RuleFile rules = loadRules(rulesPath);  // every error before the model is even read
+      std::string out = outputPath(input, output, rulesTag(rulesPath));
+      return runPipeline(input, out, std::move(rules.passes), runFlags, runExternal);
+    }
+    if (schema->parsed()) {
+      std::cout << SchemaSet::builtin().bundle("rules.schema.json").dump(2) << "\n";
       return 0;
     }
     if (validate->parsed()) {

@@ -36,6 +36,30 @@ Selector Selector::parse(const std::string& text) {
   return s;
 }
 
+Selector Selector::fromJson(const nlohmann::json& j, const std::string& where) {
+  Selector s;
+  auto take = [&](const char* key, std::optional<std::string>& slot) {
+    if (j.contains(key)) slot = j[key].get<std::string>();
+  };
+  take("name", s.name);
+  take("name_regex", s.nameRegex);
+  take("op_type", s.opType);
+  take("domain", s.domain);
+  take("scope", s.scope);
+  s.compile(where);
+  return s;
+}
+
+SelectorSet SelectorSet::fromJson(const nlohmann::json& j, const std::function<std::string(const std::string&)>& at,
+                                  const std::string& pointer) {
+  SelectorSet set;
+  if (j.is_array())
+    for (size_t i = 0; i < j.size(); ++i) set.any.push_back(Selector::fromJson(j[i], at(pointer + "/" + std::to_string(i))));
+  else
+    set.any.push_back(Selector::fromJson(j, at(pointer)));
+  return set;
+}
+
 void Selector::compile(const std::string& where) {
   if (empty()) usageError(where + ": a selector needs at least one key");
   auto checkGlob = [&](const std::optional<std::string>& g, const char* key) {

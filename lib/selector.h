@@ -10,6 +10,8 @@
 //                    each distinct prefix it matches is one block
 #pragma once
 
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
 #include <string>
@@ -25,6 +27,9 @@ struct Selector {
 
   // Parses "key=value,key=value". Throws Error(Usage) naming the bad part.
   static Selector parse(const std::string& text);
+  // From a rule file's selector object (already valid against its schema);
+  // `where` prefixes error messages.
+  static Selector fromJson(const nlohmann::json& j, const std::string& where);
   // Checks globs and compiles the regex; throws Error(Usage) with `where`.
   void compile(const std::string& where);
   bool matches(const ir::Node& node) const;
@@ -36,6 +41,9 @@ struct Selector {
 
 struct SelectorSet {
   std::vector<Selector> any;
+  // An object or a list of objects; `at` gives the message prefix for a JSON pointer.
+  static SelectorSet fromJson(const nlohmann::json& j, const std::function<std::string(const std::string&)>& at,
+                              const std::string& pointer);
   bool empty() const { return any.empty(); }
   bool matches(const ir::Node& node) const;
   std::string str() const;

@@ -383,6 +383,20 @@ class ExpandPass final : public Pass {
 
 }  // namespace
 
+ExpandOptions expandOptionsFromJson(const nlohmann::json& j, const RuleContext& rules, const std::string& pointer) {
+  ExpandOptions o;
+  auto at = [&](const std::string& p) { return rules.at(p); };
+  if (j.contains("select")) o.select = SelectorSet::fromJson(j["select"], at, pointer + "/select");
+  if (j.contains("exclude")) o.exclude = SelectorSet::fromJson(j["exclude"], at, pointer + "/exclude");
+  if (j.contains("schema_ops")) {
+    if (j["schema_ops"].is_string()) o.schemaAll = true;
+    else o.schemaOps = j["schema_ops"].get<std::vector<std::string>>();
+  }
+  o.convertOpset = j.value("convert_opset", false);
+  o.requireMatch = j.value("require_match", false);
+  return o;
+}
+
 std::unique_ptr<Pass> createExpandPass(ExpandOptions options) { return std::make_unique<ExpandPass>(std::move(options)); }
 
 }  // namespace graphrw::passes

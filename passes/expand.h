@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "pass.h"
+#include "rules.h"
 #include "selector.h"
 
 namespace graphrw::passes {
@@ -21,5 +22,7 @@ struct ExpandOptions {
 };
 
 std::unique_ptr<Pass> createExpandPass(ExpandOptions options);
+// From a rule-file entry valid against schemas/passes/expand.schema.json.
+ExpandOptions expandOptionsFromJson(const nlohmann::json& j, const RuleContext& rules, const std::string& pointer);
 
 }  // namespace graphrw::passes

@@ -214,3 +214,43 @@ TEST_CASE("expand from the command line: output name, selectors, report, pipes",
   CHECK(stdoutReport.status == 0);
   CHECK(nlohmann::json::parse(stdoutReport.out)["passes"][0]["matched"] == 1);
 }
+
+TEST_CASE("run: a rule file gives what the equivalent command gives", "[cli][rules]") {
+  graphrw::test::TempDir dir;
+  auto m = smallModel(dir);
+  graphrw::test::writeFile(dir / "inline.rules.json",
+                           R"({"version": 1, "passes": [{"pass": "expand", "select": {"op_type": "Layer", "domain": "local"}}]})");
+  auto byRules = run(bin() + " run " + q(dir / "inline.rules.json") + " " + q(m));
+  REQUIRE(byRules.status == 0);
+  auto byCommand = run(bin() + " expand " + q(m) + " --select op_type=Layer,domain=local -o " + q(dir / "cmd.onnx"));
+  REQUIRE(byCommand.status == 0);
+  // Default name: MODEL.RULES.onnx
+  CHECK(graphrw::test::readFile(dir / "m.inline.onnx") == graphrw::test::readFile(dir / "cmd.onnx"));
+
+  auto piped = run("cat " + q(m) + " | " + bin() + " expand - -o - | " + bin() + " run " +
+                   q(dir / "inline.rules.json") + " - -o " + q(dir / "piped.onnx"));
+  CHECK(piped.status == 0);
+  CHECK(graphrw::test::readFile(dir / "piped.onnx") == graphrw::test::readFile(dir / "cmd.onnx"));
+}
+
+TEST_CASE("run: a bad rule file fails before the model is read, nothing written", "[cli][rules]") {
+  graphrw::test::TempDir dir;
+  auto m = smallModel(dir);
+  graphrw::test::writeFile(dir / "bad.json", "{\n  \"version\": 1,\n  \"passes\": [{\"pass\": \"expnd\"}]\n}\n");
+  graphrw::test::writeFile(dir / "out.onnx", "old");
+  auto r = run(bin() + " run " + q(dir / "bad.json") + " " + q(dir / "no-such-model.onnx") + " -o " + q(dir / "out.onnx"));
+  CHECK(r.status == 2);
+  CHECK(lines(r.err) == 1);
+  CHECK_THAT(r.err, Catch::Contains("bad.json:3: /passes/0/pass: unknown pass 'expnd' (did you mean 'expand'?)"));
+  CHECK(graphrw::test::readFile(dir / "out.onnx") == "old");
+  auto missing = run(bin() + " run " + q(dir / "none.json") + " " + q(m));
+  CHECK(missing.status == 2);
+}
+
+TEST_CASE("schema prints the rule-file schema", "[cli][rules]") {
+  auto r = run(bin() + " schema");
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["$schema"] == "https://json-schema.org/draft/2020-12/schema");
+  CHECK(j["$defs"].contains("expand"));
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Validates graphrw's rule files with a real JSON Schema validator
+(python3-jsonschema, draft 2020-12): every example rule file, every rule file
+in docs/*.md (```json blocks holding "passes"), the schema `graphrw schema`
+prints, and the bad rule files the C++ tests reject (which must fail here too).
+Prints "N passed, N failed" and exits non-zero on any failure."""
+import json, pathlib, re, subprocess, sys
+from jsonschema import Draft202012Validator, RefResolver
+
+root = pathlib.Path(__file__).resolve().parents[2]
+graphrw = sys.argv[1]
+passed = failed = 0
+
+def result(ok, what):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print("FAILED:", what)
+
+store = {}
+for p in (root / "schemas").rglob("*.schema.json"):
+    s = json.loads(p.read_text())
+    Draft202012Validator.check_schema(s)
+    store[s["$id"]] = s
+rules_schema = store["https://graphrw.invalid/schemas/rules.schema.json"]
+validator = Draft202012Validator(rules_schema, resolver=RefResolver.from_schema(rules_schema, store=store))
+
+# The bundled schema graphrw prints is a valid schema that agrees with the files.
+bundled = json.loads(subprocess.run([graphrw, "schema"], check=True, capture_output=True, text=True).stdout)
+Draft202012Validator.check_schema(bundled)
+bundled_validator = Draft202012Validator(bundled)
+
+examples = sorted((root / "examples").glob("*.json"))
+result(len(examples) > 0, "examples/ has rule files")
+for p in examples:
+    doc = json.loads(p.read_text())
+    errors = [e.message for e in validator.iter_errors(doc)]
+    result(not errors, f"{p.relative_to(root)}: {errors}")
+    result(not list(bundled_validator.iter_errors(doc)), f"{p.relative_to(root)} against `graphrw schema`")
+
+docs = 0
+for md in sorted((root / "docs").glob("*.md")):
+    for block in re.findall(r"```json\n(.*?)```", md.read_text(), re.S):
+        doc = json.loads(block)
+        if not isinstance(doc, dict) or "passes" not in doc:
+            continue
+        docs += 1
+        errors = [e.message for e in validator.iter_errors(doc)]
+        result(not errors, f"{md.relative_to(root)} block {docs}: {errors}")
+result(docs > 0, "docs/ has rule files in ```json blocks")
+
+for case in json.loads((root / "tests" / "schema" / "bad_rules.json").read_text()):
+    result(bool(list(validator.iter_errors(case["rules"]))), f"schema accepts a bad rule file: {case['why']}")
+
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
