@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <iostream>
 #include <cstring>
+#include <fstream>
+#include <set>
 #include <sstream>
 
 #include "error.h"
@@ -17,6 +19,7 @@
 #include "rules.h"
 #include "selector.h"
 #include "atomic_file.h"
+#include "batch.h"
 #include "inspect.h"
 #include "loader.h"
 #include "validate.h"
@@ -28,7 +31,7 @@ namespace graphrw::cli {
 namespace {
 
 void setupLogging(int verbosity, bool quiet) {
-  auto logger = spdlog::stderr_logger_st("graphrw");
+  auto logger = spdlog::stderr_logger_mt("graphrw");  // batch workers log too
   logger->set_pattern("graphrw: %l: %v");
   spdlog::set_default_logger(logger);
   if (quiet)
@@ -84,6 +87,7 @@ struct ExternalOptions {
 struct PipelineFlags {
   std::string report;
   bool verifyEach = false;
+  bool quiet = false;
   void add(CLI::App* cmd) {
     cmd->add_option("--report", report, "Write a JSON report of what each pass did (- for stdout when -o is a file)");
     cmd->add_flag("--verify-each", verifyEach, "Run the IR verifier after every pass");
@@ -135,6 +139,83 @@ int runPipeline(const std::string& input, const std::string& out, std::vector<st
   return 0;
 }
 
+// graphrw run RULES MODEL... --out-dir DIR: every model through the same rules,
+// each output named as its input; one bad model does not stop the others.
+int runBatchCommand(const std::string& rulesPath, const std::vector<std::string>& models, const std::string& outDir,
+                    size_t jobs, const std::string& shardText, const PipelineFlags& flags,
+                    const ExternalOptions& external) {
+  std::ifstream in(rulesPath, std::ios::binary);
+  if (!in) usageError(rulesPath + ": cannot read the rule file");
+  std::stringstream text;
+  text << in.rdbuf();
+  parseRules(text.str(), rulesPath);  // every rule error before any model is read
+  if (outDir.empty()) usageError("several models need --out-dir DIR (outputs keep their input's file name)");
+  std::vector<std::string> inputs = shardInputs(models, shardText.empty() ? Shard{} : Shard::parse(shardText));
+  std::error_code ec;
+  fs::create_directories(outDir, ec);
+  if (!fs::is_directory(outDir)) usageError("--out-dir '" + outDir + "' is not a folder");
+  std::vector<BatchItem> items;
+  std::set<std::string> names;
+  for (const auto& input : inputs) {
+    if (input == "-") usageError("standard input cannot be one of several models");
+    BatchItem item;
+    item.input = input;
+    item.output = (fs::path(outDir) / fs::path(input).filename()).string();
+    if (!names.insert(fs::path(input).filename().string()).second)
+      usageError("two inputs are named '" + fs::path(input).filename().string() + "': their outputs would collide in --out-dir");
+    if (fs::equivalent(item.input, item.output, ec)) usageError("refusing to overwrite the input '" + input + "'; choose another --out-dir");
+    items.push_back(std::move(item));
+  }
+  bool tty = isatty(STDERR_FILENO) && !flags.quiet;
+  auto job = [&](BatchItem& item) {
+    RuleFile rules = parseRules(text.str(), rulesPath);  // passes keep state: fresh ones per model
+    auto model = loadModel(item.input);
+    PassManager pm({flags.verifyEach, std::nullopt});
+    for (auto& p : rules.passes) pm.add(std::move(p));
+    auto report = pm.run(*model);
+    writeModel(*model, item.output, external.writeOptions());
+    if (!flags.report.empty()) item.report = report.dump();
+  };
+  auto progress = [&](const BatchItem& item, size_t done, size_t failed) {
+    if (tty) {
+      size_t width = 30, filled = width * done / items.size();
+      std::cerr << "\r[" << std::string(filled, '=') << std::string(width - filled, ' ') << "] " << done << "/"
+                << items.size() << (failed ? " (" + std::to_string(failed) + " failed)" : std::string()) << std::flush;
+      if (done == items.size()) std::cerr << "\n";
+    } else if (!flags.quiet) {
+      std::cerr << "graphrw: [" << done << "/" << items.size() << "] " << item.input << ": "
+                << (item.ok ? "converted" : "failed") << "\n";
+    }
+  };
+  runBatch(items, jobs, job, progress);
+  size_t failed = 0;
+  nlohmann::json reports = nlohmann::json::array();
+  for (const auto& item : items) {
+    if (!item.ok) ++failed;
+    reports.push_back({{"model", item.input},
+                       {"output", item.ok ? item.output : ""},
+                       {"ok", item.ok},
+                       {"error", item.error},
+                       {"passes", item.report.empty() ? nlohmann::json::array() : nlohmann::json::parse(item.report)}});
+  }
+  std::cerr << "graphrw: converted " << items.size() - failed << ", failed " << failed << "\n";
+  for (const auto& item : items)
+    if (!item.ok)
+      std::cerr << "graphrw:   " << (item.error.rfind(item.input, 0) == 0 ? item.error : item.input + ": " + item.error)
+                << "\n";
+  if (!flags.report.empty()) {
+    std::string out = nlohmann::json{{"rules", rulesPath}, {"models", reports}}.dump(2) + "\n";
+    if (flags.report == "-") {
+      std::cout << out;
+    } else {
+      AtomicFile f(flags.report);
+      writeAll(f.fd(), out.data(), out.size(), flags.report);
+      f.commit();
+    }
+  }
+  return failed ? static_cast<int>(ExitCode::BadInput) : 0;
+}
+
 // "rules/expand-bert.rules.json" -> "expand-bert"
 std::string rulesTag(const std::string& rulesPath) {
   std::string name = fs::path(rulesPath).filename().string();
@@ -184,13 +265,18 @@ int main(int argc, char** argv) {
   pipeline.add(expand);
   external.add(expand);
 
-  std::string rulesPath;
+  std::string rulesPath, outDir, shard;
+  std::vector<std::string> runModels;
+  size_t jobs = 1;
   PipelineFlags runFlags;
   ExternalOptions runExternal;
-  auto* run = app.add_subcommand("run", "Run the passes of a rule file (docs/rules.md) on a model");
+  auto* run = app.add_subcommand("run", "Run the passes of a rule file (docs/rules.md) on one model or many");
   run->add_option("rules", rulesPath, "Rule file (JSON; graphrw schema prints its schema)")->required();
-  run->add_option("model", input, "ONNX model, or - for stdin")->required();
-  run->add_option("-o,--output", output, "Output file, or - for stdout (default: MODEL.RULES.onnx)");
+  run->add_option("models", runModels, "ONNX model(s); - for stdin (one model only)")->required();
+  run->add_option("-o,--output", output, "Output file, or - for stdout (one model; default: MODEL.RULES.onnx)");
+  run->add_option("--out-dir", outDir, "Folder for the outputs of several models (each keeps its input's name)");
+  run->add_option("-j,--jobs", jobs, "Models converted at once")->capture_default_str()->check(CLI::Range(1, 256));
+  run->add_option("--shard", shard, "Take share I of N (0 <= I < N) of the sorted inputs");
   runFlags.add(run);
   runExternal.add(run);
 
@@ -243,7 +329,13 @@ int main(int argc, char** argv) {
       passes.push_back(passes::createExpandPass(expandOptions));
       return runPipeline(input, out, std::move(passes), pipeline, external);
     }
+    if (run->parsed() && (runModels.size() > 1 || !outDir.empty() || !shard.empty())) {
+      if (!output.empty()) usageError("-o is for one model; several models go to --out-dir");
+      runFlags.quiet = quiet;
+      return runBatchCommand(rulesPath, runModels, outDir, jobs, shard, runFlags, runExternal);
+    }
     if (run->parsed()) {
+      input = runModels.front();
       RuleFile rules = loadRules(rulesPath);  // every error before the model is even read
       std::string out = outputPath(input, output, rulesTag(rulesPath));
       return runPipeline(input, out, std::move(rules.passes), runFlags, runExternal);

@@ -1,7 +1,9 @@
 // End-to-end: the built graphrw binary on files, pipes and exit codes.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <set>
 
+#include "batch.h"
 #include "models.h"
 #include "support.h"
 
@@ -253,4 +255,93 @@ TEST_CASE("schema prints the rule-file schema", "[cli][rules]") {
   auto j = nlohmann::json::parse(r.out);
   CHECK(j["$schema"] == "https://json-schema.org/draft/2020-12/schema");
   CHECK(j["$defs"].contains("expand"));
+}
+
+namespace {
+
+// Five good models and a broken one in `dir/in`.
+std::vector<fs::path> batchInputs(const graphrw::test::TempDir& dir) {
+  fs::create_directories(dir / "in");
+  std::vector<fs::path> inputs;
+  for (int i = 1; i <= 5; ++i) {
+    fs::path p = dir / "in" / ("m" + std::to_string(i) + ".onnx");
+    auto r = run(std::string(GRAPHRW_GEN_BERT) + " -o " + q(p) + " --layers 1 --hidden 16 --heads 2 --intermediate 32 --vocab 50 --seq 4 --batch 1 --seed " + std::to_string(i));
+    REQUIRE(r.status == 0);
+    inputs.push_back(p);
+  }
+  graphrw::test::writeFile(dir / "in" / "broken.onnx", "not a model");
+  inputs.push_back(dir / "in" / "broken.onnx");
+  return inputs;
+}
+
+std::string joined(const std::vector<fs::path>& paths) {
+  std::string s;
+  for (const auto& p : paths) s += " " + q(p);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("run over many models: one broken model does not stop the others", "[cli][batch]") {
+  graphrw::test::TempDir dir;
+  auto inputs = batchInputs(dir);
+  std::string rules = std::string(GRAPHRW_SOURCE_DIR) + "/examples/expand-bert.rules.json";
+  auto r = run(bin() + " run " + q(rules) + joined(inputs) + " --out-dir " + q(dir / "out") + " --report " + q(dir / "report.json"));
+  CHECK(r.status == 3);
+  CHECK_THAT(r.err, Catch::Contains("converted 5, failed 1"));
+  CHECK_THAT(r.err, Catch::Contains("broken.onnx: not an ONNX model"));
+  CHECK_THAT(r.err, Catch::Contains("[6/6]"));  // plain progress lines: stderr is not a terminal
+  for (int i = 1; i <= 5; ++i) {
+    auto out = graphrw::test::readProto(dir / "out" / ("m" + std::to_string(i) + ".onnx"));
+    CHECK(out.functions_size() == 0);
+  }
+  CHECK_FALSE(fs::exists(dir / "out" / "broken.onnx"));
+  auto report = nlohmann::json::parse(graphrw::test::readFile(dir / "report.json"));
+  REQUIRE(report["models"].size() == 6);
+  CHECK(report["models"][0]["ok"] == false);  // sorted: broken.onnx first
+  CHECK(report["models"][1]["passes"][0]["pass"] == "expand");
+}
+
+TEST_CASE("run: output is the same whatever -j", "[cli][batch]") {
+  graphrw::test::TempDir dir;
+  auto inputs = batchInputs(dir);
+  std::string rules = std::string(GRAPHRW_SOURCE_DIR) + "/examples/expand-bert.rules.json";
+  REQUIRE(run(bin() + " -q run " + q(rules) + joined(inputs) + " --out-dir " + q(dir / "j1") + " -j 1").status == 3);
+  REQUIRE(run(bin() + " -q run " + q(rules) + joined(inputs) + " --out-dir " + q(dir / "j4") + " -j 4").status == 3);
+  for (int i = 1; i <= 5; ++i) {
+    std::string name = "m" + std::to_string(i) + ".onnx";
+    CHECK(graphrw::test::readFile(dir / "j1" / name) == graphrw::test::readFile(dir / "j4" / name));
+  }
+}
+
+TEST_CASE("run --shard I/N: the shards cover every input exactly once", "[cli][batch]") {
+  graphrw::test::TempDir dir;
+  auto inputs = batchInputs(dir);
+  inputs.pop_back();  // the good ones only
+  std::string rules = std::string(GRAPHRW_SOURCE_DIR) + "/examples/expand-bert.rules.json";
+  std::multiset<std::string> seen;
+  for (int shard = 0; shard < 3; ++shard) {
+    fs::path out = dir / ("s" + std::to_string(shard));
+    // Inputs given in another order: shards are taken from the sorted list.
+    std::vector<fs::path> reversed(inputs.rbegin(), inputs.rend());
+    auto r = run(bin() + " -q run " + q(rules) + joined(reversed) + " --out-dir " + q(out) + " --shard " +
+                 std::to_string(shard) + "/3");
+    REQUIRE(r.status == 0);
+    for (const auto& e : fs::directory_iterator(out)) seen.insert(e.path().filename().string());
+  }
+  CHECK(seen == std::multiset<std::string>{"m1.onnx", "m2.onnx", "m3.onnx", "m4.onnx", "m5.onnx"});
+  auto bad = run(bin() + " run " + q(rules) + joined(inputs) + " --out-dir " + q(dir / "x") + " --shard 3/3");
+  CHECK(bad.status == 2);
+  auto noDir = run(bin() + " run " + q(rules) + joined(inputs));
+  CHECK(noDir.status == 2);
+  CHECK_THAT(noDir.err, Catch::Contains("--out-dir"));
+}
+
+TEST_CASE("batch shard helper", "[batch]") {
+  std::vector<std::string> in{"c", "a", "b", "a", "d"};
+  CHECK(graphrw::shardInputs(in, {0, 2}) == std::vector<std::string>{"a", "c"});
+  CHECK(graphrw::shardInputs(in, {1, 2}) == std::vector<std::string>{"b", "d"});
+  CHECK_THROWS(graphrw::Shard::parse("2/2"));
+  CHECK_THROWS(graphrw::Shard::parse("x/2"));
+  CHECK(graphrw::Shard::parse("1/4").count == 4);
 }
