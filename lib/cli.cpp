@@ -88,9 +88,22 @@ struct PipelineFlags {
   std::string report;
   bool verifyEach = false;
   bool quiet = false;
+  bool dryRun = false;
+  std::string printIrAfter;
+  size_t stopAfter = 0;
   void add(CLI::App* cmd) {
     cmd->add_option("--report", report, "Write a JSON report of what each pass did (- for stdout when -o is a file)");
     cmd->add_flag("--verify-each", verifyEach, "Run the IR verifier after every pass");
+    cmd->add_flag("--dry-run", dryRun, "Run the passes and report what they would change; write nothing");
+    cmd->add_option("--print-ir-after", printIrAfter, "Print the IR as ONNX text to stderr after this pass (name, index or all)");
+    cmd->add_option("--stop-after", stopAfter, "Run only the first N passes (for bisecting)")->check(CLI::PositiveNumber);
+  }
+  PipelineOptions options() const {
+    PipelineOptions o;
+    o.verifyEach = verifyEach;
+    if (stopAfter > 0) o.stopAfter = stopAfter;
+    o.printIrAfter = printIrAfter;
+    return o;
   }
 };
 
@@ -106,7 +119,7 @@ void writeReport(const PipelineFlags& flags, const std::string& input, const std
   nlohmann::json report = {{"model", input}, {"output", output}, {"passes", passes}};
   std::string text = report.dump(2) + "\n";
   if (flags.report == "-") {
-    if (output == "-") usageError("--report - needs the model written to a file with -o");
+    if (output == "-") usageError("--report - needs the model written to a file with -o (or --dry-run)");
     std::cout << text;
     return;
   }
@@ -130,9 +143,17 @@ void writeOut(ir::Model& model, const std::string& path, const WriteOptions& opt
 int runPipeline(const std::string& input, const std::string& out, std::vector<std::unique_ptr<Pass>> passes,
                 const PipelineFlags& flags, const ExternalOptions& external) {
   auto model = loadModel(input);
-  PassManager pm({flags.verifyEach, std::nullopt});
+  PassManager pm(flags.options());
   for (auto& p : passes) pm.add(std::move(p));
   auto report = pm.run(*model);
+  if (flags.dryRun) {
+    // Nothing is written: the report is the result (stdout unless --report names a file).
+    PipelineFlags reportOnly = flags;
+    if (reportOnly.report.empty()) reportOnly.report = "-";
+    writeReport(reportOnly, input, "", report);
+    releaseAtExit(model);
+    return 0;
+  }
   writeOut(*model, out, external.writeOptions());
   writeReport(flags, input, out, report);
   releaseAtExit(model);
@@ -142,8 +163,10 @@ int runPipeline(const std::string& input, const std::string& out, std::vector<st
 // graphrw run RULES MODEL... --out-dir DIR: every model through the same rules,
 // each output named as its input; one bad model does not stop the others.
 int runBatchCommand(const std::string& rulesPath, const std::vector<std::string>& models, const std::string& outDir,
-                    size_t jobs, const std::string& shardText, const PipelineFlags& flags,
+                    size_t jobs, const std::string& shardText, const PipelineFlags& given,
                     const ExternalOptions& external) {
+  PipelineFlags flags = given;
+  if (flags.dryRun && flags.report.empty()) flags.report = "-";  // a dry run's result is its report
   std::ifstream in(rulesPath, std::ios::binary);
   if (!in) usageError(rulesPath + ": cannot read the rule file");
   std::stringstream text;
@@ -170,10 +193,10 @@ int runBatchCommand(const std::string& rulesPath, const std::vector<std::string>
   auto job = [&](BatchItem& item) {
     RuleFile rules = parseRules(text.str(), rulesPath);  // passes keep state: fresh ones per model
     auto model = loadModel(item.input);
-    PassManager pm({flags.verifyEach, std::nullopt});
+    PassManager pm(flags.options());
     for (auto& p : rules.passes) pm.add(std::move(p));
     auto report = pm.run(*model);
-    writeModel(*model, item.output, external.writeOptions());
+    if (!flags.dryRun) writeModel(*model, item.output, external.writeOptions());
     if (!flags.report.empty()) item.report = report.dump();
   };
   auto progress = [&](const BatchItem& item, size_t done, size_t failed) {
@@ -184,7 +207,7 @@ int runBatchCommand(const std::string& rulesPath, const std::vector<std::string>
       if (done == items.size()) std::cerr << "\n";
     } else if (!flags.quiet) {
       std::cerr << "graphrw: [" << done << "/" << items.size() << "] " << item.input << ": "
-                << (item.ok ? "converted" : "failed") << "\n";
+                << (item.ok ? (flags.dryRun ? "checked (dry run)" : "converted") : "failed") << "\n";
     }
   };
   runBatch(items, jobs, job, progress);
@@ -193,7 +216,7 @@ int runBatchCommand(const std::string& rulesPath, const std::vector<std::string>
   for (const auto& item : items) {
     if (!item.ok) ++failed;
     reports.push_back({{"model", item.input},
-                       {"output", item.ok ? item.output : ""},
+                       {"output", item.ok && !flags.dryRun ? item.output : ""},
                        {"ok", item.ok},
                        {"error", item.error},
                        {"passes", item.report.empty() ? nlohmann::json::array() : nlohmann::json::parse(item.report)}});

@@ -2,12 +2,34 @@
 
 #include <spdlog/spdlog.h>
 
+#include <onnx/defs/printer.h>
+
 #include <chrono>
+#include <iostream>
+#include <sstream>
 
 #include "error.h"
 #include "verifier.h"
+#include "writer.h"
 
 namespace graphrw {
+
+std::string printModel(const ir::Model& model) {
+  onnx::ModelProto proto = toProto(model);
+  for (auto& t : *proto.mutable_graph()->mutable_initializer()) {
+    t.clear_raw_data();
+    t.clear_float_data();
+    t.clear_int32_data();
+    t.clear_int64_data();
+    t.clear_double_data();
+    t.clear_uint64_data();
+    t.clear_string_data();
+  }
+  std::ostringstream os;
+  os << proto.graph() << "\n";
+  for (const auto& f : proto.functions()) os << f << "\n";
+  return os.str();
+}
 
 nlohmann::json PassManager::run(ir::Model& model) {
   nlohmann::json report = nlohmann::json::array();
@@ -33,6 +55,9 @@ nlohmann::json PassManager::run(ir::Model& model) {
     report.push_back(std::move(entry));
     spdlog::debug("pass {} ({}): matched {}, +{} -{} ~{} nodes in {:.3f}s", i, pass.name(), context.matched,
                   c.nodesAdded, c.nodesRemoved, c.nodesChanged, seconds);
+    const std::string& want = options_.printIrAfter;
+    if (!want.empty() && (want == "all" || want == pass.name() || want == std::to_string(i)))
+      std::cerr << "graphrw: IR after pass " << i << " (" << pass.name() << "):\n" << printModel(model) << std::flush;
     if (options_.verifyEach) {
       auto findings = verify(model);
       if (!findings.empty())

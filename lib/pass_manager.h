@@ -15,7 +15,12 @@ namespace graphrw {
 struct PipelineOptions {
   bool verifyEach = false;
   std::optional<size_t> stopAfter;  // run only the first N passes
+  std::string printIrAfter;         // a pass name, its index, or "all": textual ONNX to stderr
 };
+
+// The model as ONNX's textual syntax (onnx/defs/printer.h): the main graph,
+// then each function. Weights are shown by type and shape only.
+std::string printModel(const ir::Model& model);
 
 class PassManager {
  public:

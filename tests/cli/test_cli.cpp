@@ -345,3 +345,51 @@ TEST_CASE("batch shard helper", "[batch]") {
   CHECK_THROWS(graphrw::Shard::parse("x/2"));
   CHECK(graphrw::Shard::parse("1/4").count == 4);
 }
+
+TEST_CASE("pipeline flags: --dry-run, --stop-after, --print-ir-after", "[cli][rules]") {
+  graphrw::test::TempDir dir;
+  fs::path model = fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "bert-tiny.onnx";
+  std::string rules = std::string(GRAPHRW_SOURCE_DIR) + "/examples/expand-bert.rules.json";
+
+  auto dry = run(bin() + " run " + q(rules) + " " + q(model) + " -o " + q(dir / "dry.onnx") + " --dry-run");
+  REQUIRE(dry.status == 0);
+  CHECK_FALSE(fs::exists(dir / "dry.onnx"));
+  auto report = nlohmann::json::parse(dry.out);
+  REQUIRE(report["passes"].size() == 2);
+  CHECK(report["passes"][0]["matched"] == 4);
+  CHECK(report["passes"][1]["schema_ops_expanded"]["LayerNormalization"] == 5);
+
+  // Stopping after the first pass gives what the first pass alone gives.
+  REQUIRE(run(bin() + " run " + q(rules) + " " + q(model) + " -o " + q(dir / "stop.onnx") + " --stop-after 1").status == 0);
+  REQUIRE(run(bin() + " expand " + q(model) + " -o " + q(dir / "first.onnx") +
+              " --select op_type=BertLayer --select op_type=BertAttention --select op_type=BertSelfAttention")
+              .status == 0);
+  CHECK(graphrw::test::readFile(dir / "stop.onnx") == graphrw::test::readFile(dir / "first.onnx"));
+  auto full = run(bin() + " run " + q(rules) + " " + q(model) + " -o " + q(dir / "full.onnx"));
+  REQUIRE(full.status == 0);
+  CHECK(graphrw::test::readFile(dir / "full.onnx") != graphrw::test::readFile(dir / "first.onnx"));
+
+  auto printed = run(bin() + " run " + q(rules) + " " + q(model) + " -o " + q(dir / "p.onnx") + " --print-ir-after 1");
+  REQUIRE(printed.status == 0);
+  CHECK_THAT(printed.err, Catch::Contains("IR after pass 1 (expand)"));
+  CHECK_THAT(printed.err, !Catch::Contains("IR after pass 0"));
+  CHECK_THAT(printed.err, Catch::Contains("ReduceMean"));  // LayerNormalization's body, expanded by pass 1
+  CHECK(printed.out.empty());  // stdout stays clean
+
+  auto dryBatch = run(bin() + " run " + q(rules) + " " + q(model) + " --out-dir " + q(dir / "batch") + " --dry-run");
+  CHECK(dryBatch.status == 0);
+  CHECK(nlohmann::json::parse(dryBatch.out)["models"][0]["ok"] == true);
+  CHECK(fs::is_empty(dir / "batch"));
+}
+
+TEST_CASE("run over many models draws a progress bar on a terminal", "[cli][batch]") {
+  graphrw::test::TempDir dir;
+  auto inputs = batchInputs(dir);
+  std::string rules = std::string(GRAPHRW_SOURCE_DIR) + "/examples/expand-bert.rules.json";
+  // script(1) (bsdutils) runs the command on a pseudo-terminal.
+  std::string cmd = bin() + " run " + q(rules) + joined(inputs) + " --out-dir " + q(dir / "out");
+  auto r = run("script -qec \"" + cmd + "\" /dev/null");
+  CHECK(r.status == 3);
+  CHECK_THAT(r.out, Catch::Contains("\r[") && Catch::Contains("] 6/6 (1 failed)"));
+  CHECK_THAT(r.out, !Catch::Contains("[1/6]"));  // no per-model lines on a terminal
+}
