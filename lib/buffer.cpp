@@ -15,16 +15,19 @@ namespace {
 
 class MappedBuffer final : public Buffer {
  public:
-  MappedBuffer(void* base, size_t size) : base_(base) {
+  MappedBuffer(void* base, size_t size, int fd) : base_(base), fd_(fd) {
     data_ = static_cast<const char*>(base);
     size_ = size;
   }
   ~MappedBuffer() override {
     if (base_ != nullptr) munmap(base_, size_);
+    if (fd_ >= 0) close(fd_);
   }
+  int fd() const override { return fd_; }
 
  private:
   void* base_;
+  int fd_;
 };
 
 class OwnedBuffer final : public Buffer {
@@ -57,7 +60,9 @@ std::shared_ptr<const Buffer> Buffer::mapFile(const std::filesystem::path& path)
   if (size == 0) return std::make_shared<OwnedBuffer>(std::string());
   void* base = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, f.fd, 0);
   if (base == MAP_FAILED) badInput(path.string() + ": cannot map: " + std::strerror(errno));
-  return std::make_shared<MappedBuffer>(base, size);
+  auto buffer = std::make_shared<MappedBuffer>(base, size, f.fd);
+  f.fd = -1;  // owned by the buffer now
+  return buffer;
 }
 
 std::shared_ptr<const Buffer> Buffer::readFd(int fd, const std::string& what) {

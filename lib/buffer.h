@@ -17,6 +17,9 @@ class Buffer {
   const char* data() const { return data_; }
   size_t size() const { return size_; }
   std::string_view view() const { return {data_, size_}; }
+  // The open file behind a mapped buffer (-1 otherwise): lets the writer copy
+  // payloads file to file in the kernel without touching the mapping.
+  virtual int fd() const { return -1; }
 
   // Maps a whole file read-only. Throws Error(BadInput) naming the file.
   static std::shared_ptr<const Buffer> mapFile(const std::filesystem::path& path);

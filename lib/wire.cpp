@@ -228,13 +228,14 @@ class Splicer {
  public:
   Splicer(const std::vector<Bytes>& payloads, Spliced& out) : payloads_(payloads), out_(out) {}
 
-  void push(const char* data, size_t size) {
-    if (size == 0) return;
+  void push(const char* data, size_t size) { push(Piece{data, size}); }
+  void push(const Piece& piece) {
+    if (piece.size == 0) return;
     auto& pieces = out_.pieces;
-    if (!pieces.empty() && pieces.back().data + pieces.back().size == data)
-      pieces.back().size += size;
+    if (!pieces.empty() && pieces.back().file == piece.file && pieces.back().data + pieces.back().size == piece.data)
+      pieces.back().size += piece.size;
     else
-      pieces.push_back({data, size});
+      pieces.push_back(piece);
   }
 
   void pushHeader(uint32_t number, uint64_t length) {
@@ -265,7 +266,7 @@ class Splicer {
       childPieces.swap(out_.pieces);
       out_.pieces.swap(saved);
       pushHeader(f.number, inner);
-      for (const Piece& p : childPieces) push(p.data, p.size);
+      for (const Piece& p : childPieces) push(p);
       length += out_.headers.back().size() + inner;
     }
     return length;
@@ -289,7 +290,7 @@ class Splicer {
       if (*index >= payloads_.size()) throw std::runtime_error("payload placeholder out of range");
       const Bytes& payload = payloads_[*index];
       pushHeader(kRawData, payload.size);
-      push(payload.data, payload.size);
+      push(payloadPiece(payload));
       length += out_.headers.back().size() + payload.size;
       placed = true;
     };
@@ -324,6 +325,15 @@ class Splicer {
 };
 
 }  // namespace
+
+Piece payloadPiece(const Bytes& bytes) {
+  Piece p{bytes.data, bytes.size};
+  if (bytes.owner && bytes.owner->fd() >= 0) {
+    p.file = bytes.owner.get();
+    p.offset = static_cast<uint64_t>(bytes.data - bytes.owner->data());
+  }
+  return p;
+}
 
 Spliced splicePayloads(std::string_view serialized, const std::vector<Bytes>& payloads) {
   Spliced out;

@@ -77,7 +77,11 @@ Stripped stripPayloads(const std::shared_ptr<const Buffer>& source, size_t thres
 struct Piece {
   const char* data;
   size_t size;
+  const Buffer* file = nullptr;  // when set, the bytes are also at `offset` in file->fd()
+  uint64_t offset = 0;
 };
+// A payload as a piece: file-backed when its owner is a mapped file.
+Piece payloadPiece(const Bytes& bytes);
 class Spliced {
  public:
   std::vector<Piece> pieces;

@@ -1,5 +1,6 @@
 #include "writer.h"
 
+#include <sys/sendfile.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -218,14 +219,43 @@ class ProtoBuilder {
   DataFile* data_;
 };
 
+// Copies a file-backed piece in the kernel: copy_file_range, else sendfile
+// (e.g. to a pipe), else an ordinary write from the mapping. The payload's
+// pages then never become resident in this process.
+void copyFilePiece(int out, const wire::Piece& piece, const std::string& what) {
+  int in = piece.file->fd();
+  off_t offset = static_cast<off_t>(piece.offset);
+  size_t left = piece.size;
+  bool useCopyRange = true, useSendfile = true;
+  while (left > 0) {
+    ssize_t n = -1;
+    if (useCopyRange) {
+      n = copy_file_range(in, &offset, out, nullptr, left, 0);
+      if (n < 0 && errno != EINTR) useCopyRange = false;
+    } else if (useSendfile) {
+      n = sendfile(out, in, &offset, left);
+      if (n < 0 && errno != EINTR) useSendfile = false;
+    } else {
+      writeAll(out, piece.data + (piece.size - left), left, what);
+      return;
+    }
+    if (n == 0) fail(ExitCode::OutputFailed, what + ": the input file shrank while being copied");
+    if (n > 0) left -= static_cast<size_t>(n);
+  }
+}
+
 void writePieces(int fd, const std::vector<wire::Piece>& pieces, const std::string& what) {
   std::vector<iovec> iov;
   iov.reserve(std::min<size_t>(pieces.size(), IOV_MAX));
   size_t i = 0;
   while (i < pieces.size()) {
+    if (pieces[i].file) {
+      copyFilePiece(fd, pieces[i++], what);
+      continue;
+    }
     iov.clear();
     size_t batchBytes = 0;
-    for (; i < pieces.size() && iov.size() < IOV_MAX && batchBytes < (1u << 30); ++i) {
+    for (; i < pieces.size() && !pieces[i].file && iov.size() < IOV_MAX && batchBytes < (1u << 30); ++i) {
       iov.push_back({const_cast<char*>(pieces[i].data), pieces[i].size});
       batchBytes += pieces[i].size;
     }
@@ -392,7 +422,7 @@ WriteResult writeModel(Model& model, const std::string& path, const WriteOptions
     dataOut = std::make_unique<AtomicFile>(outDir / data.location);
     std::vector<wire::Piece> pieces;
     pieces.reserve(data.chunks.size());
-    for (const auto& c : data.chunks) pieces.push_back({c.data, c.size});
+    for (const auto& c : data.chunks) pieces.push_back(wire::payloadPiece(c));
     writePieces(dataOut->fd(), pieces, dataOut->target().string());
     result.externalBytes = data.size;
     result.dataFiles.push_back((outDir / data.location).string());

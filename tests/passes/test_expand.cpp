@@ -19,7 +19,7 @@ namespace {
 std::unique_ptr<Model> runExpand(const onnx::ModelProto& proto, passes::ExpandOptions options = {},
                                  nlohmann::json* report = nullptr) {
   auto model = loadModel(proto);
-  PassManager pm({/*verifyEach=*/true, std::nullopt});
+  PassManager pm({/*verifyEach=*/true, std::nullopt, ""});
   pm.add(passes::createExpandPass(std::move(options)));
   auto r = pm.run(*model);
   if (report) *report = r[0];

@@ -61,7 +61,7 @@ TEST_CASE("expand --schema-ops all matches the backend corpus' expected outputs"
       auto model = loadModel(c.original.string());
       passes::ExpandOptions options;
       options.schemaAll = true;
-      PassManager pm({true, std::nullopt});
+      PassManager pm({true, std::nullopt, ""});
       pm.add(passes::createExpandPass(options));
       auto report = pm.run(*model);
       if (report[0]["schema_ops_expanded"].empty()) failures.push_back(c.name + ": nothing was expanded");
