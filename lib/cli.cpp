@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <iostream>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -113,19 +112,24 @@ SelectorSet parseSelectors(const std::vector<std::string>& texts) {
   return set;
 }
 
+// Text to stdout ("-") or to a file, through a temporary file and a rename.
+void writeText(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::cout << text;
+    return;
+  }
+  AtomicFile out(path);
+  writeAll(out.fd(), text.data(), text.size(), path);
+  out.commit();
+}
+
 void writeReport(const PipelineFlags& flags, const std::string& input, const std::string& output,
                  const nlohmann::json& passes) {
   if (flags.report.empty()) return;
   nlohmann::json report = {{"model", input}, {"output", output}, {"passes", passes}};
-  std::string text = report.dump(2) + "\n";
-  if (flags.report == "-") {
-    if (output == "-") usageError("--report - needs the model written to a file with -o (or --dry-run)");
-    std::cout << text;
-    return;
-  }
-  AtomicFile out(flags.report);
-  writeAll(out.fd(), text.data(), text.size(), flags.report);
-  out.commit();
+  if (flags.report == "-" && output == "-")
+    usageError("--report - needs the model written to a file with -o (or --dry-run)");
+  writeText(flags.report, report.dump(2) + "\n");
 }
 
 // The process ends right after a command: freeing a large IR node by node only
@@ -167,11 +171,8 @@ int runBatchCommand(const std::string& rulesPath, const std::vector<std::string>
                     const ExternalOptions& external) {
   PipelineFlags flags = given;
   if (flags.dryRun && flags.report.empty()) flags.report = "-";  // a dry run's result is its report
-  std::ifstream in(rulesPath, std::ios::binary);
-  if (!in) usageError(rulesPath + ": cannot read the rule file");
-  std::stringstream text;
-  text << in.rdbuf();
-  parseRules(text.str(), rulesPath);  // every rule error before any model is read
+  const std::string text = readRulesText(rulesPath);
+  parseRules(text, rulesPath);  // every rule error before any model is read
   if (outDir.empty()) usageError("several models need --out-dir DIR (outputs keep their input's file name)");
   std::vector<std::string> inputs = shardInputs(models, shardText.empty() ? Shard{} : Shard::parse(shardText));
   std::error_code ec;
@@ -191,7 +192,7 @@ int runBatchCommand(const std::string& rulesPath, const std::vector<std::string>
   }
   bool tty = isatty(STDERR_FILENO) && !flags.quiet;
   auto job = [&](BatchItem& item) {
-    RuleFile rules = parseRules(text.str(), rulesPath);  // passes keep state: fresh ones per model
+    RuleFile rules = parseRules(text, rulesPath);  // passes keep state: fresh ones per model
     auto model = loadModel(item.input);
     PassManager pm(flags.options());
     for (auto& p : rules.passes) pm.add(std::move(p));
@@ -226,16 +227,8 @@ int runBatchCommand(const std::string& rulesPath, const std::vector<std::string>
     if (!item.ok)
       std::cerr << "graphrw:   " << (item.error.rfind(item.input, 0) == 0 ? item.error : item.input + ": " + item.error)
                 << "\n";
-  if (!flags.report.empty()) {
-    std::string out = nlohmann::json{{"rules", rulesPath}, {"models", reports}}.dump(2) + "\n";
-    if (flags.report == "-") {
-      std::cout << out;
-    } else {
-      AtomicFile f(flags.report);
-      writeAll(f.fd(), out.data(), out.size(), flags.report);
-      f.commit();
-    }
-  }
+  if (!flags.report.empty())
+    writeText(flags.report, nlohmann::json{{"rules", rulesPath}, {"models", reports}}.dump(2) + "\n");
   return failed ? static_cast<int>(ExitCode::BadInput) : 0;
 }
 

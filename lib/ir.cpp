@@ -55,10 +55,7 @@ Attribute* Node::attribute(std::string_view name) {
 
 std::vector<Graph*> Node::subgraphs() const {
   std::vector<Graph*> result;
-  for (const auto& a : attrs_) {
-    if (a.g) result.push_back(a.g.get());
-    for (const auto& g : a.graphs) result.push_back(g.get());
-  }
+  forEachSubgraph([&](Graph& g) { result.push_back(&g); });
   return result;
 }
 
@@ -126,6 +123,7 @@ void Graph::addOutput(Value* v, onnx::ValueInfoProto info) {
 
 void Graph::addValueInfo(Value* v, onnx::ValueInfoProto info) {
   if (info.has_type()) v->type_ = info.type();
+  v->valueInfos_++;
   valueInfo_.push_back({v, std::move(info)});
 }
 
@@ -161,9 +159,10 @@ void Graph::eraseValue(Value* v) {
   if (!v->uses_.empty() || v->producer_ || v->graphOutputs_ > 0 || v->graphInput_)
     fail(ExitCode::Internal, "erasing value '" + v->name_ + "' that is still defined or used");
   if (v->initializer_) removeInitializer(v);
-  valueInfo_.erase(std::remove_if(valueInfo_.begin(), valueInfo_.end(),
-                                  [v](const ValueInfo& vi) { return vi.value == v; }),
-                   valueInfo_.end());
+  if (v->valueInfos_ > 0)
+    valueInfo_.erase(std::remove_if(valueInfo_.begin(), valueInfo_.end(),
+                                    [v](const ValueInfo& vi) { return vi.value == v; }),
+                     valueInfo_.end());
   byName_.erase(v->name_);
   names_->erase(v->name_);
   size_t slot = v->slot_;

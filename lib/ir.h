@@ -109,7 +109,8 @@ class Value {
   bool graphInput_ = false;
   bool sparseInitializer_ = false;
   int graphOutputs_ = 0;
-  size_t slot_ = 0;  // index in Graph::values_
+  int valueInfos_ = 0;  // entries in its graph's value_info: erasing scans only when > 0
+  size_t slot_ = 0;    // index in Graph::values_
   std::optional<onnx::TypeProto> type_;
 };
 
@@ -224,7 +225,6 @@ class Graph {
   const std::vector<ValueInfo>& inputs() const { return inputs_; }
   const std::vector<ValueInfo>& outputs() const { return outputs_; }
   const std::vector<ValueInfo>& valueInfo() const { return valueInfo_; }
-  std::vector<ValueInfo>& mutableValueInfo() { return valueInfo_; }
   const std::vector<Initializer>& initializers() const { return initializers_; }
   const std::vector<SparseInitializer>& sparseInitializers() const { return sparse_; }
   size_t valueCount() const { return values_.size(); }

@@ -70,12 +70,14 @@ RuleFile parseRules(const std::string& text, const std::string& displayName) {
   return result;
 }
 
-RuleFile loadRules(const std::string& path) {
+std::string readRulesText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) usageError(path + ": cannot read the rule file");
   std::stringstream ss;
   ss << in.rdbuf();
-  return parseRules(ss.str(), path);
+  return ss.str();
 }
+
+RuleFile loadRules(const std::string& path) { return parseRules(readRulesText(path), path); }
 
 }  // namespace graphrw

@@ -38,6 +38,8 @@ struct RuleFile {
 
 // Throws Error(Usage) with one line naming the file, the line and the pointer.
 RuleFile loadRules(const std::string& path);
+// The rule file's text; throws Error(Usage) when it cannot be read.
+std::string readRulesText(const std::string& path);
 RuleFile parseRules(const std::string& text, const std::string& displayName);
 
 }  // namespace graphrw

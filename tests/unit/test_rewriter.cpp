@@ -73,3 +73,34 @@ TEST_CASE("erasing a node whose output is used is refused", "[rewriter]") {
   Rewriter rw(*model);
   CHECK_THROWS_WITH(rw.eraseNode(model->graph().nodes().front().get()), Catch::Contains("still used"));
 }
+
+TEST_CASE("erasing a node drops its outputs' value_info entries and keeps the others", "[rewriter]") {
+  auto proto = test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (float[4] X) => (float[4] Y) {
+  A = Abs (X)
+  B = Neg (X)
+  Y = Relu (X)
+}
+)");
+  for (const char* name : {"A", "B"}) {
+    auto* vi = proto.mutable_graph()->add_value_info();
+    vi->set_name(name);
+    vi->mutable_type()->mutable_tensor_type()->set_elem_type(1);
+  }
+  auto model = loadModel(proto);
+  Graph& g = model->graph();
+  Rewriter rw(*model);
+  rw.eraseNode(g.nodes().front().get());  // Abs, producing A
+  REQUIRE(g.valueInfo().size() == 1);
+  CHECK(g.valueInfo()[0].value->name() == "B");
+  Node* neg = g.nodes().front().get();
+  rw.replaceAllUsesWith(neg->output(0), g.findLocal("X"));
+  Node* relu = g.nodes().back().get();
+  rw.replaceAllUsesWith(relu->output(0), g.findLocal("X"), /*graphOutputs=*/true);
+  rw.eraseNode(relu);
+  CHECK(g.valueInfo().size() == 1);  // Relu's output had none: nothing else goes
+  rw.eraseNode(neg);
+  CHECK(g.valueInfo().empty());
+  CHECK(verify(*model).empty());
+}
