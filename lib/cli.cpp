@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "error.h"
+#include "checkpoint.h"
 #include "expand.h"
 #include "json_schema.h"
 #include "pass_manager.h"
@@ -281,6 +282,21 @@ int main(int argc, char** argv) {
   pipeline.add(expand);
   external.add(expand);
 
+  std::vector<std::string> checkpointAfter;
+  std::string checkpointMode = "checkpoint";
+  passes::CheckpointOptions checkpointOptions;
+  PipelineFlags checkpointFlags;
+  auto* checkpoint = app.add_subcommand("checkpoint", "Insert PopART recomputation checkpoints after blocks, or mark them Recompute");
+  checkpoint->add_option("model", input, "ONNX model, or - for stdin")->required();
+  checkpoint->add_option("-o,--output", output, "Output file, or - for stdout (default: MODEL.checkpointed.onnx)");
+  checkpoint->add_option("--after", checkpointAfter, "Blocks to checkpoint: a selector (key=value,...; repeat for any-of)")->required();
+  checkpoint->add_option("--every", checkpointOptions.every, "Only every K-th matched block of each graph")->capture_default_str()->check(CLI::PositiveNumber);
+  checkpoint->add_option("--mode", checkpointMode, "checkpoint (Identity, = 1) or recompute (mark the blocks' nodes, = 2)")
+      ->capture_default_str()->check(CLI::IsMember({"checkpoint", "recompute"}));
+  checkpoint->add_flag("--allow-no-match", checkpointOptions.allowNoMatch, "A selector matching nothing is a warning, not an error");
+  checkpointFlags.add(checkpoint);
+  external.add(checkpoint);
+
   std::string rulesPath, outDir, shard;
   std::vector<std::string> runModels;
   size_t jobs = 1;
@@ -344,6 +360,14 @@ int main(int argc, char** argv) {
       std::vector<std::unique_ptr<Pass>> passes;
       passes.push_back(passes::createExpandPass(expandOptions));
       return runPipeline(input, out, std::move(passes), pipeline, external);
+    }
+    if (checkpoint->parsed()) {
+      checkpointOptions.after = parseSelectors(checkpointAfter);
+      checkpointOptions.mode = passes::parseCheckpointMode(checkpointMode);
+      std::string out = outputPath(input, output, "checkpointed");
+      std::vector<std::unique_ptr<Pass>> passes;
+      passes.push_back(passes::createCheckpointPass(checkpointOptions));
+      return runPipeline(input, out, std::move(passes), checkpointFlags, external);
     }
     if (run->parsed() && (runModels.size() > 1 || !outDir.empty() || !shard.empty())) {
       if (!output.empty()) usageError("-o is for one model; several models go to --out-dir");

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "external_data.h"
+#include "popart.h"
 
 namespace graphrw {
 
@@ -41,6 +42,8 @@ struct Counts {
   std::map<std::pair<std::string, std::string>, size_t> popart;  // (name, type) -> count
   size_t nodes = 0;
   size_t subgraphs = 0;
+  json checkpoints = json::array();  // {"node", "value"}
+  size_t recompute = 0;
 };
 
 void countGraph(const Model& model, Graph& g, Counts& c, bool isSub) {
@@ -52,6 +55,10 @@ void countGraph(const Model& model, Graph& g, Counts& c, bool isSub) {
       c.calls[{n->domain(), n->opType(), n->overload()}]++;
     for (const auto& a : n->attributes())
       if (a.name().rfind("__", 0) == 0) c.popart[{a.name(), attributeTypeName(a.type())}]++;
+    if (popart::isCheckpoint(*n))
+      c.checkpoints.push_back({{"node", n->name()}, {"value", n->input(0) ? n->input(0)->name() : ""}});
+    else if (popart::recomputeType(*n) == popart::kRecompute)
+      c.recompute++;
     for (Graph* sub : n->subgraphs()) countGraph(model, *sub, c, true);
   }
 }
@@ -99,6 +106,8 @@ json inspectModel(Model& model) {
     countGraph(model, f->body(), c, false);
     for (const auto& [k, n] : c.calls) calls[k] += n;
     for (const auto& [k, n] : c.popart) popart[k] += n;
+    for (const auto& cp : c.checkpoints) main.checkpoints.push_back({{"function", f->key().str()}, {"node", cp["node"]}, {"value", cp["value"]}});
+    main.recompute += c.recompute;
     bodies.push_back(std::move(c));
   }
   for (size_t i = 0; i < model.functions().size(); ++i) {
@@ -134,6 +143,7 @@ json inspectModel(Model& model) {
   json pa = json::array();
   for (const auto& [key, n] : popart) pa.push_back({{"name", key.first}, {"type", key.second}, {"count", n}});
   j["popart_attributes"] = pa;
+  j["recomputation"] = {{"checkpoints", main.checkpoints}, {"recompute_marked", main.recompute}};
   return j;
 }
 
@@ -169,6 +179,12 @@ std::string renderInspection(const json& j) {
   for (const auto& a : j["popart_attributes"])
     os << "  " << a["name"].get<std::string>() << " (" << a["type"].get<std::string>() << "): " << a["count"].get<size_t>()
        << "\n";
+  const auto& rc = j["recomputation"];
+  os << "checkpoints: " << rc["checkpoints"].size() << "\n";
+  for (const auto& cp : rc["checkpoints"])
+    os << "  " << cp["value"].get<std::string>() << " (node " << cp["node"].get<std::string>()
+       << (cp.contains("function") ? ", in " + cp["function"].get<std::string>() : std::string()) << ")\n";
+  os << "recompute marks: " << rc["recompute_marked"].get<size_t>() << "\n";
   return os.str();
 }
 

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <functional>
+#include <regex>
 #include <stdexcept>
 #include <vector>
 
 namespace graphrw::embedded {
 extern const std::string_view kRulesSchema;
 extern const std::string_view kExpandSchema;
+extern const std::string_view kCheckpointSchema;
 }  // namespace graphrw::embedded
 
 namespace graphrw {
@@ -100,11 +102,35 @@ std::optional<std::string> didYouMean(const std::string& word, const std::vector
   return best;
 }
 
+void SchemaSet::add(const std::string& path, json schema) {
+  static const std::vector<std::string> supported = {
+      "$schema", "$id", "$ref", "$defs", "$comment", "title", "description", "examples", "default",
+      "type", "const", "enum", "oneOf", "anyOf", "properties", "additionalProperties", "required",
+      "minProperties", "items", "minItems", "maxItems", "minLength", "minimum", "maximum", "pattern"};
+  std::function<void(const json&, const std::string&)> walk = [&](const json& node, const std::string& where) {
+    if (!node.is_object()) return;
+    for (const auto& [k, v] : node.items()) {
+      if (std::find(supported.begin(), supported.end(), k) == supported.end())
+        throw std::logic_error(path + where + ": schema keyword '" + k + "' is not implemented by graphrw's validator");
+      if (k == "properties" || k == "$defs") {
+        for (const auto& [name, sub] : v.items()) walk(sub, where + "/" + k + "/" + name);
+      } else if (k == "oneOf" || k == "anyOf") {
+        for (size_t i = 0; i < v.size(); ++i) walk(v[i], where + "/" + k + "/" + std::to_string(i));
+      } else if (k == "items" || (k == "additionalProperties" && v.is_object())) {
+        walk(v, where + "/" + k);
+      }
+    }
+  };
+  walk(schema, "");
+  docs_[path] = std::move(schema);
+}
+
 const SchemaSet& SchemaSet::builtin() {
   static const SchemaSet set = [] {
     SchemaSet s;
     s.add("rules.schema.json", json::parse(embedded::kRulesSchema));
     s.add("passes/expand.schema.json", json::parse(embedded::kExpandSchema));
+    s.add("passes/checkpoint.schema.json", json::parse(embedded::kCheckpointSchema));
     return s;
   }();
   return set;
@@ -209,13 +235,26 @@ std::optional<SchemaError> SchemaSet::check(const json& schema, const std::strin
   if (inst.is_array()) {
     if (auto mi = schema.find("minItems"); mi != schema.end() && inst.size() < mi->get<size_t>())
       return SchemaError{pointer, "needs at least " + std::to_string(mi->get<size_t>()) + " item(s)"};
+    if (auto mi = schema.find("maxItems"); mi != schema.end() && inst.size() > mi->get<size_t>())
+      return SchemaError{pointer, "has more than " + std::to_string(mi->get<size_t>()) + " item(s)"};
     if (auto items = schema.find("items"); items != schema.end())
       for (size_t i = 0; i < inst.size(); ++i)
         if (auto e = check(*items, doc, inst[i], pointer + "/" + std::to_string(i))) return e;
   }
-  if (inst.is_string())
+  if (inst.is_string()) {
     if (auto ml = schema.find("minLength"); ml != schema.end() && inst.get<std::string>().size() < ml->get<size_t>())
       return SchemaError{pointer, "must not be empty"};
+    if (auto p = schema.find("pattern"); p != schema.end())
+      if (!std::regex_search(inst.get<std::string>(), std::regex(p->get<std::string>(), std::regex::ECMAScript)))
+        return SchemaError{pointer, "must match the pattern " + p->dump()};
+  }
+  if (inst.is_number()) {
+    double v = inst.get<double>();
+    if (auto m = schema.find("minimum"); m != schema.end() && v < m->get<double>())
+      return SchemaError{pointer, "must be at least " + m->dump()};
+    if (auto m = schema.find("maximum"); m != schema.end() && v > m->get<double>())
+      return SchemaError{pointer, "must be at most " + m->dump()};
+  }
   return std::nullopt;
 }
 

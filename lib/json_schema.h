@@ -23,7 +23,9 @@ class SchemaSet {
  public:
   // The embedded schema files, by path below schemas/ ("rules.schema.json").
   static const SchemaSet& builtin();
-  void add(const std::string& path, nlohmann::json schema) { docs_[path] = std::move(schema); }
+  // Throws std::logic_error when the schema uses a keyword this validator
+  // does not implement: a keyword ignored here would let rule files drift from it.
+  void add(const std::string& path, nlohmann::json schema);
 
   // The first error of `instance` against the schema at `path` (+ `fragment`, a JSON pointer).
   std::optional<SchemaError> validate(const nlohmann::json& instance, const std::string& path,

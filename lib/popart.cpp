@@ -70,4 +70,14 @@ std::vector<std::string> checkAttribute(const onnx::AttributeProto& a) {
   return problems;
 }
 
+std::optional<int64_t> recomputeType(const ir::Node& n) {
+  const ir::Attribute* a = n.attribute(kRecomputeAttribute);
+  if (!a || a->type() != onnx::AttributeProto::INT) return std::nullopt;
+  return a->proto.i();
+}
+
+bool isCheckpoint(const ir::Node& n) {
+  return n.opType() == "Identity" && ir::isDefaultDomain(n.domain()) && recomputeType(n) == kCheckpoint;
+}
+
 }  // namespace graphrw::popart

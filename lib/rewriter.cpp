@@ -1,5 +1,6 @@
 #include "rewriter.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "error.h"
@@ -88,6 +89,33 @@ void Rewriter::eraseNode(Node* n) {
   if (!n->name().empty()) g->nodeNames().erase(n->name());
   IrAccess::nodes(*g).erase(g->position(n));
   counts_.nodesRemoved++;
+}
+
+void Rewriter::setAttribute(Node* n, onnx::AttributeProto attribute) {
+  if (attribute.has_g() || attribute.graphs_size() > 0)
+    fail(ExitCode::Internal, "setAttribute: GRAPH attribute '" + attribute.name() + "' on node '" + n->name() + "'");
+  Attribute a;
+  if (attribute.has_t()) {
+    a.t = std::make_unique<Tensor>(attribute.t());
+    attribute.clear_t();
+  }
+  for (const auto& t : attribute.tensors()) a.tensors.emplace_back(t);
+  attribute.clear_tensors();
+  a.proto = std::move(attribute);
+  auto& attrs = n->attributes();
+  auto it = std::find_if(attrs.begin(), attrs.end(), [&](const Attribute& x) { return x.name() == a.name(); });
+  if (it != attrs.end()) *it = std::move(a);
+  else attrs.push_back(std::move(a));
+  counts_.nodesChanged++;
+}
+
+bool Rewriter::removeAttribute(Node* n, const std::string& name) {
+  auto& attrs = n->attributes();
+  auto it = std::find_if(attrs.begin(), attrs.end(), [&](const Attribute& x) { return x.name() == name; });
+  if (it == attrs.end()) return false;
+  attrs.erase(it);
+  counts_.nodesChanged++;
+  return true;
 }
 
 std::string Rewriter::renameValue(Value* v, const std::string& wanted) {

@@ -44,6 +44,11 @@ class Rewriter {
   // Renames a value to a fresh name built from `wanted`; returns the name given.
   std::string renameValue(Value* v, const std::string& wanted);
   std::string renameNode(Node* n, const std::string& wanted);
+  // Sets (adds or replaces) an attribute; a TENSOR value becomes an IR tensor.
+  // GRAPH attributes are built by the loader or the inliner, not here.
+  void setAttribute(Node* n, onnx::AttributeProto attribute);
+  // Removes an attribute; returns whether it was there.
+  bool removeAttribute(Node* n, const std::string& name);
   void markChanged(Node*) { counts_.nodesChanged++; }
 
  private:

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "error.h"
+#include "checkpoint.h"
 #include "expand.h"
 #include "json_schema.h"
 
@@ -22,6 +23,10 @@ const std::vector<PassInfo>& registeredPasses() {
       {"expand", "passes/expand.schema.json",
        [](const json& j, const RuleContext& rules, const std::string& pointer) {
          return passes::createExpandPass(passes::expandOptionsFromJson(j, rules, pointer));
+       }},
+      {"checkpoint", "passes/checkpoint.schema.json",
+       [](const json& j, const RuleContext& rules, const std::string& pointer) {
+         return passes::createCheckpointPass(passes::checkpointOptionsFromJson(j, rules, pointer));
        }},
   };
   return passes;

@@ -1,4 +1,5 @@
 # One pass per file; they are compiled into graphrw_lib (lib/CMakeLists.txt).
 set(GRAPHRW_PASS_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/expand.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/checkpoint.cpp
 )

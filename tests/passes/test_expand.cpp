@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "error.h"
+#include "helpers.h"
 #include "expand.h"
 #include "loader.h"
 #include "ort.h"
@@ -13,52 +14,13 @@
 namespace fs = std::filesystem;
 using namespace graphrw;
 using namespace graphrw::ir;
+using namespace graphrw::test;
 
 namespace {
 
 std::unique_ptr<Model> runExpand(const onnx::ModelProto& proto, passes::ExpandOptions options = {},
                                  nlohmann::json* report = nullptr) {
-  auto model = loadModel(proto);
-  PassManager pm({/*verifyEach=*/true, std::nullopt, ""});
-  pm.add(passes::createExpandPass(std::move(options)));
-  auto r = pm.run(*model);
-  if (report) *report = r[0];
-  return model;
-}
-
-SelectorSet sel(const std::string& text) { return SelectorSet{{Selector::parse(text)}}; }
-
-std::vector<std::string> nodeNames(const Graph& g) {
-  std::vector<std::string> names;
-  for (const auto& n : g.nodes()) names.push_back(n->name());
-  return names;
-}
-
-Node* byName(const Graph& g, const std::string& name) {
-  for (const auto& n : g.nodes())
-    if (n->name() == name) return n.get();
-  return nullptr;
-}
-
-size_t countOp(const onnx::ModelProto& m, const std::string& op) {
-  size_t n = 0;
-  for (const auto& node : m.graph().node()) n += node.op_type() == op;
-  return n;
-}
-
-// Writes before/after and checks ONNX Runtime gives the same outputs.
-void checkSameMaths(const onnx::ModelProto& before, Model& after, double tol = 1e-5, int intMax = 2) {
-  test::TempDir dir;
-  test::writeProto(before, dir / "before.onnx");
-  writeModel(after, (dir / "after.onnx").string());
-  auto report = test::ortCompare(dir / "before.onnx", dir / "after.onnx", tol, intMax);
-  INFO(report.dump());
-  CHECK(report["ok"] == true);
-}
-
-void checkValid(Model& m) {
-  auto proto = toProto(m);
-  CHECK_NOTHROW(onnxCheck(proto, "."));
+  return runPass(proto, passes::createExpandPass(std::move(options)), report);
 }
 
 }  // namespace

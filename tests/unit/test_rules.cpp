@@ -90,3 +90,13 @@ TEST_CASE("line lookup and suggestions", "[rules]") {
   CHECK(didYouMean("selct", {"select", "exclude"}) == "select");
   CHECK_FALSE(didYouMean("zzzzzz", {"select", "exclude"}).has_value());
 }
+
+TEST_CASE("the schema validator refuses schemas using keywords it does not implement", "[rules]") {
+  SchemaSet set;
+  CHECK_THROWS_WITH(set.add("x.json", nlohmann::json::parse(R"({"type": "object", "properties": {"a": {"exclusiveMinimum": 0}}})")),
+                    Catch::Contains("/properties/a: schema keyword 'exclusiveMinimum' is not implemented"));
+  set.add("y.json", nlohmann::json::parse(R"({"type": "integer", "minimum": 1, "maximum": 3})"));
+  CHECK(set.validate(2, "y.json") == std::nullopt);
+  CHECK(set.validate(0, "y.json")->message == "must be at least 1");
+  CHECK(set.validate(4, "y.json")->message == "must be at most 3");
+}

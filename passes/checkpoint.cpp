@@ -1,0 +1,160 @@
+#include "checkpoint.h"
+
+#include <spdlog/spdlog.h>
+
+#include <unordered_set>
+
+#include "blocks.h"
+#include "error.h"
+#include "popart.h"
+
+namespace graphrw::passes {
+namespace {
+
+using namespace ir;
+
+using popart::isCheckpoint;
+constexpr const char* kRecompute = popart::kRecomputeAttribute;
+
+onnx::AttributeProto intAttribute(const std::string& name, int64_t value) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INT);
+  a.set_i(value);
+  return a;
+}
+
+class CheckpointPass final : public Pass {
+ public:
+  explicit CheckpointPass(CheckpointOptions options) : options_(std::move(options)) {}
+  std::string name() const override { return "checkpoint"; }
+
+  void run(Model& model, PassContext& context) override {
+    rw_ = &context.rewriter;
+    model.walkGraphs([&](Graph& g) { graphs_.push_back(&g); });
+    // Blocks are found before any edit: a checkpoint added in one graph is not a match in another.
+    std::vector<std::pair<Graph*, std::vector<Block>>> work;
+    for (Graph* g : graphs_) {
+      auto blocks = findBlocks(*g, options_.after, &hits_);
+      matched_ += blocks.size();
+      std::vector<Block> kept;
+      for (size_t i = 0; i < blocks.size(); ++i)
+        if ((i + 1) % options_.every == 0) kept.push_back(std::move(blocks[i]));
+      if (!kept.empty()) work.emplace_back(g, std::move(kept));
+    }
+    for (const auto& sel : options_.after.any)
+      if (!hits_.count(sel.str())) {
+        std::string msg = "checkpoint: selector '" + sel.str() + "' matched no node";
+        if (!options_.allowNoMatch) usageError(msg + " (allow_no_match / --allow-no-match makes this a warning)");
+        spdlog::warn(msg);
+      }
+    for (auto& [g, blocks] : work)
+      for (const Block& b : blocks) {
+        selected_++;
+        if (options_.mode == CheckpointOptions::Mode::Recompute) markRecompute(b);
+        else checkpointBlock(*g, b);
+      }
+    context.matched = matched_;
+    context.details["blocks_matched"] = matched_;
+    context.details["blocks_selected"] = selected_;
+    if (options_.mode == CheckpointOptions::Mode::Checkpoint) {
+      context.details["checkpoints_added"] = added_;
+      context.details["already_checkpointed"] = already_;
+    } else {
+      context.details["nodes_marked_recompute"] = marked_;
+    }
+  }
+
+ private:
+  void markRecompute(const Block& b) {
+    for (Node* n : b.nodes) {
+      if (isCheckpoint(*n)) continue;  // a checkpoint stays one
+      auto current = popart::recomputeType(*n);
+      if (current == popart::kRecompute) continue;
+      if (current == popart::kCheckpoint) {
+        spdlog::warn("checkpoint: node '{}' is marked Checkpoint; left as it is", n->name());
+        continue;
+      }
+      rw_->setAttribute(n, intAttribute(kRecompute, popart::kRecompute));
+      marked_++;
+    }
+  }
+
+  void checkpointBlock(Graph& g, const Block& b) {
+    std::unordered_set<const Node*> members(b.nodes.begin(), b.nodes.end());
+    for (Value* v : b.outputs) {
+      if (isCheckpoint(*v->producer())) continue;  // the block ends in a checkpoint already
+      Node* existing = nullptr;
+      for (const Use& u : v->uses())
+        if (u.node->graph() == &g && isCheckpoint(*u.node)) existing = u.node;
+      std::vector<Use> outside;
+      for (const Use& u : v->uses())
+        if (u.node != existing && !members.count(ownerIn(g, u.node))) outside.push_back(u);
+      if (existing) {
+        already_++;
+        for (const Use& u : outside) rw_->setInput(u.node, static_cast<size_t>(u.index), existing->output(0));
+        continue;
+      }
+      checkpointValue(g, v, outside);
+    }
+  }
+
+  void checkpointValue(Graph& g, Value* v, const std::vector<Use>& outside) {
+    Node* producer = v->producer();
+    auto next = std::next(g.position(producer));
+    const Node* before = next == g.nodes().end() ? nullptr : next->get();
+    // A graph output keeps its name: the value feeding the checkpoint is renamed instead.
+    std::string outName = v->name() + "/checkpoint";
+    if (v->graphOutputCount() > 0) {
+      outName = v->name();
+      rw_->renameValue(v, v->name() + "/before_checkpoint");
+    }
+    std::string base = (producer->name().empty() ? v->name() : producer->name()) + "/Checkpoint";
+    Node* id = rw_->createNode(g, before, {base, "Identity", "", {v}, {outName}});
+    rw_->setAttribute(id, intAttribute(kRecompute, popart::kCheckpoint));
+    onnx::AttributeProto patterns;
+    patterns.set_name("__exclude_patterns");
+    patterns.set_type(onnx::AttributeProto::STRINGS);
+    patterns.add_strings("PreUniRepl");
+    patterns.add_strings("PostNRepl");
+    rw_->setAttribute(id, patterns);
+    Value* out = id->output(0);
+    if (v->type()) out->setType(*v->type());
+    for (const Use& u : outside) rw_->setInput(u.node, static_cast<size_t>(u.index), out);
+    for (size_t i = 0; i < g.outputs().size(); ++i)
+      if (g.outputs()[i].value == v) g.setOutputValue(i, out);
+    added_++;
+  }
+
+  CheckpointOptions options_;
+  Rewriter* rw_ = nullptr;
+  std::vector<Graph*> graphs_;
+  std::set<std::string> hits_;
+  size_t matched_ = 0, selected_ = 0, added_ = 0, already_ = 0, marked_ = 0;
+};
+
+}  // namespace
+
+CheckpointOptions::Mode parseCheckpointMode(const std::string& text) {
+  if (text == "checkpoint") return CheckpointOptions::Mode::Checkpoint;
+  if (text == "recompute") return CheckpointOptions::Mode::Recompute;
+  usageError("checkpoint mode must be 'checkpoint' or 'recompute', not '" + text + "'");
+}
+
+CheckpointOptions checkpointOptionsFromJson(const nlohmann::json& j, const RuleContext& rules, const std::string& pointer) {
+  CheckpointOptions o;
+  auto at = [&](const std::string& p) { return rules.at(p); };
+  o.after = SelectorSet::fromJson(j["after"], at, pointer + "/after");
+  o.every = j.value("every", size_t{1});
+  o.mode = parseCheckpointMode(j.value("mode", std::string("checkpoint")));
+  o.allowNoMatch = j.value("allow_no_match", false);
+  return o;
+}
+
+std::unique_ptr<Pass> createCheckpointPass(CheckpointOptions options) {
+  if (options.after.empty()) usageError("checkpoint needs a selector (--after)");
+  if (options.every == 0) usageError("checkpoint: --every must be at least 1");
+  return std::make_unique<CheckpointPass>(std::move(options));
+}
+
+}  // namespace graphrw::passes

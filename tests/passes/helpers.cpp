@@ -1,0 +1,87 @@
+#include "helpers.h"
+
+#include <catch2/catch.hpp>
+
+#include "loader.h"
+#include "ort.h"
+#include "pass_manager.h"
+#include "support.h"
+#include "validate.h"
+#include "writer.h"
+
+namespace graphrw::test {
+
+using namespace ir;
+
+std::unique_ptr<Model> runPass(const onnx::ModelProto& proto, std::unique_ptr<Pass> pass, nlohmann::json* report) {
+  auto model = loadModel(proto);
+  PassManager pm({/*verifyEach=*/true, std::nullopt, ""});
+  pm.add(std::move(pass));
+  auto r = pm.run(*model);
+  if (report) *report = r[0];
+  return model;
+}
+
+SelectorSet sel(const std::string& text) { return SelectorSet{{Selector::parse(text)}}; }
+
+std::vector<std::string> nodeNames(const Graph& g) {
+  std::vector<std::string> names;
+  for (const auto& n : g.nodes()) names.push_back(n->name());
+  return names;
+}
+
+Node* byName(const Graph& g, const std::string& name) {
+  for (const auto& n : g.nodes())
+    if (n->name() == name) return n.get();
+  return nullptr;
+}
+
+size_t countOp(const onnx::ModelProto& m, const std::string& op) {
+  size_t n = 0;
+  for (const auto& node : m.graph().node()) n += node.op_type() == op;
+  return n;
+}
+
+namespace {
+void countNodes(const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes, std::map<std::string, size_t>& out) {
+  for (const auto& n : nodes) {
+    out[(n.domain().empty() ? "ai.onnx" : n.domain()) + "::" + n.op_type()]++;
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) countNodes(a.g().node(), out);
+      for (const auto& g : a.graphs()) countNodes(g.node(), out);
+    }
+  }
+}
+}  // namespace
+
+std::map<std::string, size_t> opCounts(const onnx::ModelProto& m) {
+  std::map<std::string, size_t> out;
+  countNodes(m.graph().node(), out);
+  for (const auto& f : m.functions()) countNodes(f.node(), out);
+  return out;
+}
+
+void checkSameMaths(const onnx::ModelProto& before, const onnx::ModelProto& after, double tol, int intMax) {
+  TempDir dir;
+  writeProto(before, dir / "before.onnx");
+  writeProto(after, dir / "after.onnx");
+  auto report = ortCompare(dir / "before.onnx", dir / "after.onnx", tol, intMax);
+  INFO(report.dump());
+  CHECK(report["ok"] == true);
+}
+
+void checkSameMaths(const onnx::ModelProto& before, Model& after, double tol, int intMax) {
+  TempDir dir;
+  writeProto(before, dir / "before.onnx");
+  writeModel(after, (dir / "after.onnx").string());
+  auto report = ortCompare(dir / "before.onnx", dir / "after.onnx", tol, intMax);
+  INFO(report.dump());
+  CHECK(report["ok"] == true);
+}
+
+void checkValid(Model& m) {
+  auto proto = toProto(m);
+  CHECK_NOTHROW(onnxCheck(proto, "."));
+}
+
+}  // namespace graphrw::test

@@ -1,0 +1,32 @@
+// Helpers shared by the pass tests.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ir.h"
+#include "pass.h"
+#include "selector.h"
+
+namespace graphrw::test {
+
+// Loads `proto`, runs the pass through a verifying pass manager, returns the model.
+std::unique_ptr<ir::Model> runPass(const onnx::ModelProto& proto, std::unique_ptr<Pass> pass,
+                                   nlohmann::json* report = nullptr);
+SelectorSet sel(const std::string& text);
+std::vector<std::string> nodeNames(const ir::Graph& g);
+ir::Node* byName(const ir::Graph& g, const std::string& name);
+// Nodes of the main graph with this op type.
+size_t countOp(const onnx::ModelProto& m, const std::string& op);
+// "domain::op" -> count over the main graph, its subgraphs and every function body.
+std::map<std::string, size_t> opCounts(const onnx::ModelProto& m);
+// Writes before/after and checks ONNX Runtime gives the same outputs.
+void checkSameMaths(const onnx::ModelProto& before, ir::Model& after, double tol = 1e-5, int intMax = 2);
+void checkSameMaths(const onnx::ModelProto& before, const onnx::ModelProto& after, double tol = 1e-5, int intMax = 2);
+// ONNX's checker and strict shape inference pass.
+void checkValid(ir::Model& m);
+
+}  // namespace graphrw::test
