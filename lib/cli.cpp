@@ -14,6 +14,9 @@
 #include "error.h"
 #include "checkpoint.h"
 #include "expand.h"
+#include "graphcore_ops.h"
+#include "replace.h"
+#include "attributes.h"
 #include "json_schema.h"
 #include "pass_manager.h"
 #include "rules.h"
@@ -282,6 +285,28 @@ int main(int argc, char** argv) {
   pipeline.add(expand);
   external.add(expand);
 
+  std::vector<std::string> replaceSelect, replaceSet, replaceRename;
+  std::string replaceWith, replaceTemplate, replaceInputs, replaceOutputs;
+  passes::ReplaceOptions replaceOptions;
+  bool noFold = false;
+  PipelineFlags replaceFlags;
+  auto* replace = app.add_subcommand("replace", "Swap matched ops for another op or a template graph, carrying attributes and weights");
+  replace->add_option("model", input, "ONNX model, or - for stdin")->required();
+  replace->add_option("-o,--output", output, "Output file, or - for stdout (default: MODEL.replaced.onnx)");
+  replace->add_option("--select", replaceSelect, "Nodes to replace: a selector (key=value,...; repeat for any-of)")->required();
+  auto* withOpt = replace->add_option("--with", replaceWith, "Target op: [DOMAIN::]OP[:VERSION], e.g. ai.graphcore::Gelu");
+  auto* templateOpt = replace->add_option("--template", replaceTemplate, "Template file: a function in ONNX's textual syntax");
+  withOpt->excludes(templateOpt);
+  replace->add_option("--set", replaceSet, "NAME=VALUE: add or override an attribute (VALUE as JSON, else a string); repeatable")->needs(withOpt);
+  replace->add_option("--rename", replaceRename, "OLD=NEW: carry attribute OLD over as NEW; repeatable")->needs(withOpt);
+  replace->add_option("--inputs", replaceInputs, "JSON list: the node's input index, null, or {\"constant\": ...} per target input")->needs(withOpt);
+  replace->add_option("--outputs", replaceOutputs, "JSON list: the node's output index per target output (-1: new, unused)")->needs(withOpt);
+  replace->add_flag("--allow-unknown-op", replaceOptions.allowUnknownOp, "Write a target op no schema knows");
+  replace->add_flag("--allow-no-match", replaceOptions.allowNoMatch, "A selector matching nothing is a warning, not an error");
+  replace->add_flag("--no-fold", noFold, "Keep template ops on weights instead of folding them into initializers");
+  replaceFlags.add(replace);
+  external.add(replace);
+
   std::vector<std::string> checkpointAfter;
   std::string checkpointMode = "checkpoint";
   passes::CheckpointOptions checkpointOptions;
@@ -329,6 +354,7 @@ int main(int argc, char** argv) {
     return static_cast<int>(ExitCode::Usage);
   }
   setupLogging(verbosity, quiet);
+  registerGraphcoreOps();
 
   try {
     if (inspect->parsed()) {
@@ -360,6 +386,42 @@ int main(int argc, char** argv) {
       std::vector<std::unique_ptr<Pass>> passes;
       passes.push_back(passes::createExpandPass(expandOptions));
       return runPipeline(input, out, std::move(passes), pipeline, external);
+    }
+    if (replace->parsed()) {
+      passes::Replacement r;
+      r.select = parseSelectors(replaceSelect);
+      if (replaceWith.empty() == replaceTemplate.empty()) usageError("replace needs --with OP or --template FILE");
+      if (!replaceWith.empty()) {
+        r.where = "--with " + replaceWith;
+        passes::parseTarget(replaceWith, r);
+        for (const auto& s : replaceSet) r.set.push_back(parseAssignment(s, "--set"));
+        for (const auto& s : replaceRename) {
+          auto [from, to] = parseAssignment(s, "--rename");
+          if (!to.is_string()) usageError("--rename " + s + ": expected OLD=NEW");
+          r.rename.emplace_back(from, to.get<std::string>());
+        }
+        auto parseJson = [](const std::string& text, const char* flag) {
+          auto j = nlohmann::json::parse(text, nullptr, false);
+          if (j.is_discarded()) usageError(std::string(flag) + ": not valid JSON: " + text);
+          return j;
+        };
+        if (!replaceInputs.empty()) r.inputs = passes::inputsFromJson(parseJson(replaceInputs, "--inputs"), "--inputs");
+        if (!replaceOutputs.empty()) {
+          auto j = parseJson(replaceOutputs, "--outputs");
+          if (!j.is_array() || !std::all_of(j.begin(), j.end(), [](const auto& x) { return x.is_number_integer(); }))
+            usageError("--outputs: expected a JSON list of integers");
+          r.outputs = j.get<std::vector<int>>();
+        }
+      } else {
+        r.where = "--template " + replaceTemplate;
+        r.templ = passes::parseTemplate(readRulesText(replaceTemplate), replaceTemplate);
+      }
+      replaceOptions.fold = !noFold;
+      replaceOptions.replacements.push_back(std::move(r));
+      std::string out = outputPath(input, output, "replaced");
+      std::vector<std::unique_ptr<Pass>> passes;
+      passes.push_back(passes::createReplacePass(std::move(replaceOptions)));
+      return runPipeline(input, out, std::move(passes), replaceFlags, external);
     }
     if (checkpoint->parsed()) {
       checkpointOptions.after = parseSelectors(checkpointAfter);

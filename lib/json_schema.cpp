@@ -10,6 +10,7 @@ namespace graphrw::embedded {
 extern const std::string_view kRulesSchema;
 extern const std::string_view kExpandSchema;
 extern const std::string_view kCheckpointSchema;
+extern const std::string_view kReplaceSchema;
 }  // namespace graphrw::embedded
 
 namespace graphrw {
@@ -131,6 +132,7 @@ const SchemaSet& SchemaSet::builtin() {
     s.add("rules.schema.json", json::parse(embedded::kRulesSchema));
     s.add("passes/expand.schema.json", json::parse(embedded::kExpandSchema));
     s.add("passes/checkpoint.schema.json", json::parse(embedded::kCheckpointSchema));
+    s.add("passes/replace.schema.json", json::parse(embedded::kReplaceSchema));
     return s;
   }();
   return set;

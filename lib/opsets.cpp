@@ -113,4 +113,40 @@ std::unique_ptr<Function> convertFunction(Model& model, const Function& function
   return buildFunction(model, std::move(fp));
 }
 
+ModelUsage ModelUsage::of(ir::Model& model) {
+  ModelUsage u;
+  model.walkGraphs([&](ir::Graph& g) {
+    for (const auto& n : g.nodes()) u.domains.insert(n->domain());
+  });
+  std::vector<const ir::Graph*> work{&model.graph()};
+  while (!work.empty()) {
+    const ir::Graph* g = work.back();
+    work.pop_back();
+    for (const auto& n : g->nodes()) {
+      n->forEachSubgraph([&](ir::Graph& sub) { work.push_back(&sub); });
+      if (ir::Function* f = model.findFunction(n->domain(), n->opType(), n->overload()))
+        if (u.reachable.insert(f->key()).second) work.push_back(&f->body());
+    }
+  }
+  return u;
+}
+
+std::vector<std::string> pruneUnused(ir::Model& model, const ModelUsage& before) {
+  ModelUsage after = ModelUsage::of(model);
+  std::vector<std::string> removed;
+  for (const auto& key : before.reachable)
+    if (!after.reachable.count(key))
+      if (ir::Function* f = model.findFunction(key)) {
+        removed.push_back(key.str());
+        model.removeFunction(f);
+      }
+  if (!removed.empty()) after = ModelUsage::of(model);
+  auto* imports = model.mutableResidual().mutable_opset_import();
+  for (int i = imports->size() - 1; i >= 0; --i) {
+    const std::string& d = imports->Get(i).domain();
+    if (!ir::isDefaultDomain(d) && before.domains.count(d) && !after.domains.count(d)) imports->DeleteSubrange(i, 1);
+  }
+  return removed;
+}
+
 }  // namespace graphrw

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,18 @@ std::vector<std::string> differingOps(const ir::Graph& body, const std::string& 
 std::map<std::string, int64_t> scopeOpsets(ir::Model& model, const ir::Graph& graph);
 void setScopeOpset(ir::Model& model, const ir::Graph& graph, const std::string& domain, int64_t version);
 ir::Function* owningFunction(ir::Model& model, const ir::Graph& graph);
+
+// What a model uses: functions reachable by calls from the main graph, and the
+// domains of all nodes (main graph, subgraphs, function bodies).
+struct ModelUsage {
+  std::set<ir::FunctionKey> reachable;
+  std::set<std::string> domains;
+  static ModelUsage of(ir::Model& model);
+};
+// After a rewrite: removes the functions reachable before and not any more,
+// and the opset imports of domains used before and not any more. Functions
+// never called stay (as in ONNX's inliner). Returns the removed functions' names.
+std::vector<std::string> pruneUnused(ir::Model& model, const ModelUsage& before);
 
 // A copy of `function` whose ai.onnx ops are converted from version `from` to
 // `to` by ONNX's version converter. Throws Error(BadInput) naming the function.

@@ -91,6 +91,51 @@ void Rewriter::eraseNode(Node* n) {
   counts_.nodesRemoved++;
 }
 
+void Rewriter::setOp(Node* n, const std::string& opType, const std::string& domain) {
+  IrAccess::setOp(*n, opType, domain);
+  counts_.nodesChanged++;
+}
+
+void Rewriter::setInputs(Node* n, const std::vector<Value*>& values) {
+  auto& inputs = IrAccess::inputs(*n);
+  for (size_t i = 0; i < inputs.size(); ++i) Graph::removeUse(inputs[i], n, static_cast<int>(i));
+  inputs = values;
+  for (size_t i = 0; i < inputs.size(); ++i) Graph::addUse(inputs[i], n, static_cast<int>(i));
+  counts_.nodesChanged++;
+}
+
+void Rewriter::reshapeOutputs(Node* n, const std::vector<int>& from, const std::vector<std::string>& fresh) {
+  Graph* g = n->graph();
+  std::vector<Value*> old = IrAccess::outputs(*n);
+  std::vector<bool> kept(old.size(), false);
+  std::vector<Value*> next;
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (from[i] >= 0) {
+      Value* v = old.at(static_cast<size_t>(from[i]));
+      if (v && kept[static_cast<size_t>(from[i])])
+        fail(ExitCode::Internal, "reshapeOutputs: output " + std::to_string(from[i]) + " taken twice");
+      kept[static_cast<size_t>(from[i])] = true;
+      next.push_back(v);
+    } else if (i < fresh.size() && !fresh[i].empty()) {
+      next.push_back(g->addFreshValue(fresh[i]));
+    } else {
+      next.push_back(nullptr);
+    }
+  }
+  for (size_t k = 0; k < old.size(); ++k)
+    if (old[k] && !kept[k] && (!old[k]->uses().empty() || old[k]->graphOutputCount() > 0))
+      fail(ExitCode::Internal, "reshapeOutputs: dropping output '" + old[k]->name() + "' that is still used");
+  for (size_t k = 0; k < old.size(); ++k)
+    if (old[k] && !kept[k]) {
+      IrAccess::setProducer(*old[k], nullptr, -1);
+      g->eraseValue(old[k]);
+    }
+  IrAccess::outputs(*n) = next;
+  for (size_t i = 0; i < next.size(); ++i)
+    if (next[i]) IrAccess::setProducer(*next[i], n, static_cast<int>(i));
+  counts_.nodesChanged++;
+}
+
 void Rewriter::setAttribute(Node* n, onnx::AttributeProto attribute) {
   if (attribute.has_g() || attribute.graphs_size() > 0)
     fail(ExitCode::Internal, "setAttribute: GRAPH attribute '" + attribute.name() + "' on node '" + n->name() + "'");

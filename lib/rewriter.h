@@ -44,6 +44,14 @@ class Rewriter {
   // Renames a value to a fresh name built from `wanted`; returns the name given.
   std::string renameValue(Value* v, const std::string& wanted);
   std::string renameNode(Node* n, const std::string& wanted);
+  // Turns `n` into another op in place (attributes, inputs and outputs stay).
+  void setOp(Node* n, const std::string& opType, const std::string& domain);
+  // Replaces all of n's inputs.
+  void setInputs(Node* n, const std::vector<Value*>& inputs);
+  // Rearranges n's outputs: new output i is old output from[i] (>= 0), a fresh
+  // value named fresh[i] (from[i] < 0, fresh[i] not empty) or missing. Old
+  // outputs not kept must be unused; they are erased.
+  void reshapeOutputs(Node* n, const std::vector<int>& from, const std::vector<std::string>& fresh);
   // Sets (adds or replaces) an attribute; a TENSOR value becomes an IR tensor.
   // GRAPH attributes are built by the loader or the inliner, not here.
   void setAttribute(Node* n, onnx::AttributeProto attribute);

@@ -6,6 +6,7 @@
 #include "error.h"
 #include "checkpoint.h"
 #include "expand.h"
+#include "replace.h"
 #include "json_schema.h"
 
 namespace graphrw {
@@ -23,6 +24,10 @@ const std::vector<PassInfo>& registeredPasses() {
       {"expand", "passes/expand.schema.json",
        [](const json& j, const RuleContext& rules, const std::string& pointer) {
          return passes::createExpandPass(passes::expandOptionsFromJson(j, rules, pointer));
+       }},
+      {"replace", "passes/replace.schema.json",
+       [](const json& j, const RuleContext& rules, const std::string& pointer) {
+         return passes::createReplacePass(passes::replaceOptionsFromJson(j, rules, pointer));
        }},
       {"checkpoint", "passes/checkpoint.schema.json",
        [](const json& j, const RuleContext& rules, const std::string& pointer) {

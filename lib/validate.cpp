@@ -1,5 +1,7 @@
 #include "validate.h"
 
+#include "graphcore_ops.h"
+
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
@@ -38,6 +40,7 @@ void inferStrict(onnx::ModelProto& proto) {
 }  // namespace
 
 void onnxCheck(const onnx::ModelProto& proto, const std::string& modelDir) {
+  registerGraphcoreOps();
   checkStructure(proto, modelDir);
   onnx::ModelProto copy = proto;
   inferStrict(copy);

@@ -30,8 +30,7 @@ class ExpandPass final : public Pass {
   void run(Model& model, PassContext& context) override {
     model_ = &model;
     rw_ = &context.rewriter;
-    auto reachableBefore = reachableFunctions();
-    auto domainsBefore = usedDomains();
+    auto before = ModelUsage::of(model);
 
     // Calls first: function bodies (calls inside kept functions are inlined
     // too), then the main graph. Schema ops second, once calls are gone and
@@ -45,23 +44,7 @@ class ExpandPass final : public Pass {
       expandGraph(model.graph(), {});
     }
 
-    auto reachableAfter = reachableFunctions();
-    std::vector<std::string> removed;
-    for (const auto& key : reachableBefore)
-      if (!reachableAfter.count(key)) {
-        if (Function* f = model.findFunction(key)) {
-          removed.push_back(key.str());
-          model.removeFunction(f);
-        }
-      }
-
-    // A domain only the inlined calls used needs no import any more.
-    auto domainsAfter = usedDomains();
-    auto* imports = model.mutableResidual().mutable_opset_import();
-    for (int i = imports->size() - 1; i >= 0; --i) {
-      const std::string& d = imports->Get(i).domain();
-      if (!isDefaultDomain(d) && domainsBefore.count(d) && !domainsAfter.count(d)) imports->DeleteSubrange(i, 1);
-    }
+    auto removed = pruneUnused(model, before);
 
     if (!options_.select.empty()) {
       for (const auto& sel : options_.select.any)
@@ -343,31 +326,6 @@ class ExpandPass final : public Pass {
         if (!v->type())
           if (auto it = types.find(v->name()); it != types.end() && it->second->value_case() != 0) v->setType(*it->second);
     });
-  }
-
-  // Domains of nodes in the main graph, its subgraphs and the function bodies.
-  std::set<std::string> usedDomains() {
-    std::set<std::string> domains;
-    model_->walkGraphs([&](Graph& g) {
-      for (const auto& n : g.nodes()) domains.insert(n->domain());
-    });
-    return domains;
-  }
-
-  // Functions reachable by calls from the main graph (and its subgraphs).
-  std::set<FunctionKey> reachableFunctions() {
-    std::set<FunctionKey> seen;
-    std::vector<const Graph*> work{&model_->graph()};
-    while (!work.empty()) {
-      const Graph* g = work.back();
-      work.pop_back();
-      for (const auto& n : g->nodes()) {
-        n->forEachSubgraph([&](Graph& sub) { work.push_back(&sub); });
-        if (Function* f = model_->findFunction(n->domain(), n->opType(), n->overload()))
-          if (seen.insert(f->key()).second) work.push_back(&f->body());
-      }
-    }
-    return seen;
   }
 
   ExpandOptions options_;

@@ -64,3 +64,63 @@ TEST_CASE("checkpoint from the command line, its rule file, inspect", "[cli][che
   CHECK(bad.status == 2);
   CHECK_THAT(bad.err, Catch::Contains("evry"));
 }
+
+TEST_CASE("replace from the command line and its rule file; bad rules write nothing", "[cli][replace]") {
+  TempDir dir;
+  writeProto(seedM2(), dir / "m2.onnx");
+  auto r = run(bin() + " replace " + q(dir / "m2.onnx") +
+               " --select op_type=LayerNormalization --with ai.graphcore::GroupNormalization --set num_groups=1"
+               " --set __schedule_priority=1 --report " + q(dir / "report.json"));
+  REQUIRE(r.status == 0);
+  auto out = readProto(dir / "m2.replaced.onnx");
+  bool found = false;
+  for (const auto& n : out.graph().node())
+    if (n.op_type() == "GroupNormalization") {
+      found = true;
+      CHECK(n.domain() == "ai.graphcore");
+      for (const auto& a : n.attribute())
+        if (a.name() == "__schedule_priority") CHECK(a.type() == onnx::AttributeProto::FLOAT);
+    }
+  CHECK(found);
+  auto report = nlohmann::json::parse(readFile(dir / "report.json"));
+  CHECK(report["passes"][0]["replacements"][0]["replaced"]["ai.onnx::LayerNormalization -> ai.graphcore::GroupNormalization"] == 1);
+  CHECK(run(bin() + " validate " + q(dir / "m2.replaced.onnx")).status == 0);
+
+  writeFile(dir / "gn.rules.json", R"({"version": 1, "passes": [{"pass": "replace", "replacements": [
+    {"select": {"op_type": "LayerNormalization"}, "with": "ai.graphcore::GroupNormalization",
+     "set": {"num_groups": 1, "__schedule_priority": 1}}]}]})");
+  REQUIRE(run(bin() + " run " + q(dir / "gn.rules.json") + " " + q(dir / "m2.onnx")).status == 0);
+  CHECK(readFile(dir / "m2.gn.onnx") == readFile(dir / "m2.replaced.onnx"));
+
+  // A template from a file next to the rule file.
+  writeFile(dir / "drop.onnxtxt", "<domain: \"t\", opset_import: [\"\" : 17]>\nNoDrop (x, r) => (y) {\n  y = Identity (x)\n}\n");
+  writeFile(dir / "t.rules.json", R"({"version": 1, "passes": [{"pass": "replace", "replacements": [
+    {"select": {"op_type": "Dropout"}, "template_file": "drop.onnxtxt"}]}]})");
+  auto t = run(bin() + " run " + q(dir / "t.rules.json") + " " + q(dir / "m2.onnx") + " -o " + q(dir / "t.onnx"));
+  REQUIRE(t.status == 0);
+  auto byCli = run(bin() + " replace " + q(dir / "m2.onnx") + " --select op_type=Dropout --template " +
+                   q(dir / "drop.onnxtxt") + " -o " + q(dir / "t2.onnx"));
+  REQUIRE(byCli.status == 0);
+  CHECK(readFile(dir / "t.onnx") == readFile(dir / "t2.onnx"));
+
+  writeFile(dir / "keep.onnx", "old");
+  auto unknown = run(bin() + " replace " + q(dir / "m2.onnx") + " --select op_type=Dropout --with Dropuot -o " + q(dir / "keep.onnx"));
+  CHECK(unknown.status == 2);
+  CHECK(lines(unknown.err) == 1);
+  CHECK_THAT(unknown.err, Catch::Contains("--with Dropuot: node 'dropout' (ai.onnx::Dropout): unknown target op"));
+  auto badAttr = run(bin() + " replace " + q(dir / "m2.onnx") + " --select op_type=Relu --with LeakyRelu --set alpah=0.1 -o " + q(dir / "keep.onnx"));
+  CHECK(badAttr.status == 2);
+  CHECK_THAT(badAttr.err, Catch::Contains("has no attribute 'alpah' (did you mean 'alpha'?)"));
+  auto arity = run(bin() + " replace " + q(dir / "m2.onnx") + " --select op_type=LayerNormalization --template " +
+                   q(dir / "drop.onnxtxt") + " -o " + q(dir / "keep.onnx"));
+  CHECK(arity.status == 2);
+  CHECK_THAT(arity.err, Catch::Contains("template NoDrop takes 2 inputs"));
+  writeFile(dir / "bad.rules.json", "{\"version\": 1, \"passes\": [{\"pass\": \"replace\", \"replacements\": [\n"
+                                    "  {\"select\": {\"op_type\": \"Relu\"}, \"with\": \"LeakyRelu\", \"set\": {\"alpah\": 0}}]}]}");
+  auto badRule = run(bin() + " run " + q(dir / "bad.rules.json") + " " + q(dir / "m2.onnx") + " -o " + q(dir / "keep.onnx"));
+  CHECK(badRule.status == 2);
+  CHECK_THAT(badRule.err, Catch::Contains("bad.rules.json:2: /passes/0/replacements/0: node 'dense_1/Relu'"));
+  CHECK(readFile(dir / "keep.onnx") == "old");
+  auto unknownOk = run(bin() + " replace " + q(dir / "m2.onnx") + " --select op_type=Dropout --with my.ops::Drop --allow-unknown-op -o " + q(dir / "u.onnx"));
+  CHECK(unknownOk.status == 0);
+}

@@ -1,0 +1,416 @@
+#include "fold.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "error.h"
+
+namespace graphrw {
+
+using namespace ir;
+using TP = onnx::TensorProto;
+
+int64_t HostTensor::count() const {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+std::vector<int64_t> HostTensor::asInts() const {
+  std::vector<int64_t> out(static_cast<size_t>(count()));
+  if (type == TP::INT64) {
+    std::memcpy(out.data(), data.data(), out.size() * 8);
+  } else if (type == TP::INT32) {
+    for (size_t i = 0; i < out.size(); ++i) {
+      int32_t v;
+      std::memcpy(&v, data.data() + i * 4, 4);
+      out[i] = v;
+    }
+  } else {
+    badInput(std::string("expected an integer tensor, got ") + dataTypeName(type));
+  }
+  return out;
+}
+
+HostTensor readTensor(const Tensor& tensor) {
+  HostTensor t;
+  const auto& p = tensor.proto();
+  t.type = p.data_type();
+  t.dims = tensor.dims();
+  size_t size = elementSize(t.type);
+  if (size == 0) badInput("tensor '" + p.name() + "': type " + dataTypeName(t.type) + " cannot be folded");
+  if (tensor.rawView()) {
+    t.data.assign(tensor.rawView()->data, tensor.rawView()->size);
+  } else if (tensor.isExternal()) {
+    Bytes b = tensor.externalBytes();
+    t.data.assign(b.data, b.size);
+  } else if (p.has_raw_data()) {
+    t.data = p.raw_data();
+  } else {
+    auto put = [&](const auto& field, auto as) {
+      t.data.resize(static_cast<size_t>(field.size()) * sizeof(as));
+      for (int i = 0; i < field.size(); ++i) {
+        auto v = static_cast<decltype(as)>(field.Get(i));
+        std::memcpy(t.data.data() + static_cast<size_t>(i) * sizeof(as), &v, sizeof(as));
+      }
+    };
+    switch (t.type) {
+      case TP::FLOAT: put(p.float_data(), float{}); break;
+      case TP::DOUBLE: put(p.double_data(), double{}); break;
+      case TP::INT64: put(p.int64_data(), int64_t{}); break;
+      case TP::UINT64: put(p.uint64_data(), uint64_t{}); break;
+      case TP::UINT32: put(p.uint64_data(), uint32_t{}); break;
+      case TP::INT32: put(p.int32_data(), int32_t{}); break;
+      case TP::INT16: put(p.int32_data(), int16_t{}); break;
+      case TP::UINT16: case TP::FLOAT16: case TP::BFLOAT16: put(p.int32_data(), uint16_t{}); break;
+      case TP::INT8: put(p.int32_data(), int8_t{}); break;
+      case TP::UINT8: case TP::BOOL: put(p.int32_data(), uint8_t{}); break;
+      default: badInput("tensor '" + p.name() + "': type " + dataTypeName(t.type) + " cannot be folded");
+    }
+  }
+  if (t.data.size() != static_cast<size_t>(t.count()) * size)
+    badInput("tensor '" + p.name() + "' holds " + std::to_string(t.data.size()) + " bytes, its shape needs " +
+             std::to_string(static_cast<size_t>(t.count()) * size));
+  return t;
+}
+
+TP toTensorProto(const HostTensor& t, const std::string& name) {
+  TP p;
+  p.set_name(name);
+  p.set_data_type(t.type);
+  for (int64_t d : t.dims) p.add_dims(d);
+  p.set_raw_data(t.data);
+  return p;
+}
+
+namespace {
+
+const std::vector<std::string>& foldable() {
+  static const std::vector<std::string> ops = {"Identity", "Transpose", "Reshape", "Squeeze", "Unsqueeze", "Concat",
+                                               "Split", "Slice", "Cast", "Add", "Sub", "Mul", "Div", "Neg"};
+  return ops;
+}
+
+std::vector<int64_t> ints(const Node& n, const char* name) {
+  const Attribute* a = n.attribute(name);
+  if (!a) return {};
+  return {a->proto.ints().begin(), a->proto.ints().end()};
+}
+std::optional<int64_t> intAttr(const Node& n, const char* name) {
+  const Attribute* a = n.attribute(name);
+  if (!a) return std::nullopt;
+  return a->proto.i();
+}
+
+std::vector<int64_t> stridesOf(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
+  return s;
+}
+
+int64_t normAxis(int64_t axis, size_t rank, const char* what) {
+  int64_t r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r) badInput(std::string(what) + ": axis " + std::to_string(axis) + " out of range");
+  return axis < 0 ? axis + r : axis;
+}
+
+// Copies the elements of `in` at the multi-index `offset + i * step` (per axis) into out.
+HostTensor strided(const HostTensor& in, const std::vector<int64_t>& start, const std::vector<int64_t>& step,
+                   const std::vector<int64_t>& outDims) {
+  size_t es = elementSize(in.type);
+  HostTensor out{in.type, outDims, {}};
+  out.data.resize(static_cast<size_t>(out.count()) * es);
+  auto inStrides = stridesOf(in.dims);
+  std::vector<int64_t> idx(outDims.size(), 0);
+  for (int64_t o = 0; o < out.count(); ++o) {
+    int64_t src = 0;
+    for (size_t d = 0; d < idx.size(); ++d) src += (start[d] + idx[d] * step[d]) * inStrides[d];
+    std::memcpy(out.data.data() + static_cast<size_t>(o) * es, in.data.data() + static_cast<size_t>(src) * es, es);
+    for (size_t d = idx.size(); d-- > 0;) {
+      if (++idx[d] < outDims[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+HostTensor transpose(const HostTensor& in, std::vector<int64_t> perm) {
+  size_t rank = in.dims.size();
+  if (perm.empty())
+    for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  if (perm.size() != rank) badInput("Transpose: perm has " + std::to_string(perm.size()) + " axes, the tensor " + std::to_string(rank));
+  size_t es = elementSize(in.type);
+  std::vector<int64_t> outDims(rank);
+  for (size_t i = 0; i < rank; ++i) outDims[i] = in.dims[static_cast<size_t>(perm[i])];
+  HostTensor out{in.type, outDims, {}};
+  out.data.resize(in.data.size());
+  auto inStrides = stridesOf(in.dims);
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t o = 0; o < out.count(); ++o) {
+    int64_t src = 0;
+    for (size_t d = 0; d < rank; ++d) src += idx[d] * inStrides[static_cast<size_t>(perm[d])];
+    std::memcpy(out.data.data() + static_cast<size_t>(o) * es, in.data.data() + static_cast<size_t>(src) * es, es);
+    for (size_t d = rank; d-- > 0;) {
+      if (++idx[d] < outDims[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+template <typename T>
+T load(const std::string& data, size_t i) {
+  T v;
+  std::memcpy(&v, data.data() + i * sizeof(T), sizeof(T));
+  return v;
+}
+template <typename T>
+void store(std::string& data, size_t i, T v) {
+  std::memcpy(data.data() + i * sizeof(T), &v, sizeof(T));
+}
+
+template <typename T>
+HostTensor binary(const std::string& op, const HostTensor& a, const HostTensor& b) {
+  size_t rank = std::max(a.dims.size(), b.dims.size());
+  std::vector<int64_t> da(rank, 1), db(rank, 1), dout(rank);
+  std::copy(a.dims.begin(), a.dims.end(), da.begin() + static_cast<long>(rank - a.dims.size()));
+  std::copy(b.dims.begin(), b.dims.end(), db.begin() + static_cast<long>(rank - b.dims.size()));
+  for (size_t i = 0; i < rank; ++i) {
+    if (da[i] != db[i] && da[i] != 1 && db[i] != 1) badInput(op + ": shapes do not broadcast");
+    dout[i] = da[i] == 1 ? db[i] : da[i];
+  }
+  HostTensor out{a.type, dout, {}};
+  out.data.resize(static_cast<size_t>(out.count()) * sizeof(T));
+  auto sa = stridesOf(da), sb = stridesOf(db);
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t o = 0; o < out.count(); ++o) {
+    int64_t ia = 0, ib = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      if (da[d] != 1) ia += idx[d] * sa[d];
+      if (db[d] != 1) ib += idx[d] * sb[d];
+    }
+    T x = load<T>(a.data, static_cast<size_t>(ia)), y = load<T>(b.data, static_cast<size_t>(ib)), r{};
+    if (op == "Add") r = x + y;
+    else if (op == "Sub") r = x - y;
+    else if (op == "Mul") r = x * y;
+    else {
+      if constexpr (std::is_integral_v<T>)
+        if (y == 0) badInput("Div: integer division by zero");
+      r = x / y;
+    }
+    store<T>(out.data, static_cast<size_t>(o), r);
+    for (size_t d = rank; d-- > 0;) {
+      if (++idx[d] < dout[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+bool arithmetic(int32_t type) {
+  return type == TP::FLOAT || type == TP::DOUBLE || type == TP::INT32 || type == TP::INT64;
+}
+
+template <typename F>
+auto dispatch(int32_t type, F&& f) {
+  switch (type) {
+    case TP::FLOAT: return f(float{});
+    case TP::DOUBLE: return f(double{});
+    case TP::INT32: return f(int32_t{});
+    default: return f(int64_t{});
+  }
+}
+
+HostTensor cast(const HostTensor& in, int32_t to) {
+  HostTensor out{to, in.dims, {}};
+  size_t n = static_cast<size_t>(in.count());
+  out.data.resize(n * elementSize(to));
+  dispatch(in.type, [&](auto from) {
+    using F = decltype(from);
+    dispatch(to, [&](auto target) {
+      using T = decltype(target);
+      for (size_t i = 0; i < n; ++i) store<T>(out.data, i, static_cast<T>(load<F>(in.data, i)));
+      return 0;
+    });
+    return 0;
+  });
+  return out;
+}
+
+std::vector<int64_t> axesFrom(const Node& n, const std::vector<const HostTensor*>& in, size_t index) {
+  if (index < in.size() && in[index]) return in[index]->asInts();
+  return ints(n, "axes");
+}
+
+}  // namespace
+
+bool isFoldable(const Node& node) {
+  return isDefaultDomain(node.domain()) &&
+         std::find(foldable().begin(), foldable().end(), node.opType()) != foldable().end();
+}
+
+std::optional<std::vector<HostTensor>> evaluate(const Node& n, const std::vector<const HostTensor*>& in,
+                                                std::string& why) {
+  const std::string& op = n.opType();
+  auto need = [&](size_t i) -> const HostTensor& {
+    if (i >= in.size() || !in[i]) badInput(op + ": input " + std::to_string(i) + " is missing");
+    return *in[i];
+  };
+  const HostTensor& x = need(0);
+  if (op == "Identity") return std::vector<HostTensor>{x};
+  if (op == "Transpose") return std::vector<HostTensor>{transpose(x, ints(n, "perm"))};
+  if (op == "Reshape") {
+    auto shape = need(1).asInts();
+    bool allowZero = intAttr(n, "allowzero").value_or(0) != 0;
+    int64_t known = 1, infer = -1;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i] == 0 && !allowZero) shape[i] = i < x.dims.size() ? x.dims[i] : 0;
+      if (shape[i] == -1) infer = static_cast<int64_t>(i);
+      else known *= shape[i];
+    }
+    if (infer >= 0) shape[static_cast<size_t>(infer)] = known ? x.count() / known : 0;
+    HostTensor out = x;
+    out.dims = shape;
+    if (out.count() != x.count()) badInput("Reshape: shape does not fit the tensor's element count");
+    return std::vector<HostTensor>{out};
+  }
+  if (op == "Squeeze" || op == "Unsqueeze") {
+    auto axes = axesFrom(n, in, 1);
+    HostTensor out = x;
+    if (op == "Squeeze") {
+      std::vector<int64_t> dims;
+      for (auto& a : axes) a = normAxis(a, x.dims.size(), "Squeeze");
+      for (size_t i = 0; i < x.dims.size(); ++i) {
+        bool listed = std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end();
+        if ((axes.empty() && x.dims[i] == 1) || (listed && x.dims[i] == 1)) continue;
+        if (listed) badInput("Squeeze: axis " + std::to_string(i) + " is not 1");
+        dims.push_back(x.dims[i]);
+      }
+      out.dims = dims;
+    } else {
+      size_t rank = x.dims.size() + axes.size();
+      for (auto& a : axes) a = normAxis(a, rank, "Unsqueeze");
+      std::vector<int64_t> dims;
+      size_t k = 0;
+      for (size_t i = 0; i < rank; ++i)
+        dims.push_back(std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end() ? 1 : x.dims[k++]);
+      out.dims = dims;
+    }
+    return std::vector<HostTensor>{out};
+  }
+  if (op == "Concat") {
+    int64_t axis = normAxis(intAttr(n, "axis").value_or(0), x.dims.size(), "Concat");
+    std::vector<int64_t> dims = x.dims;
+    dims[static_cast<size_t>(axis)] = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const HostTensor& t = need(i);
+      if (t.type != x.type || t.dims.size() != x.dims.size()) badInput("Concat: inputs differ in type or rank");
+      dims[static_cast<size_t>(axis)] += t.dims[static_cast<size_t>(axis)];
+    }
+    size_t es = elementSize(x.type);
+    int64_t outer = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= x.dims[static_cast<size_t>(d)];
+    HostTensor out{x.type, dims, {}};
+    out.data.reserve(static_cast<size_t>(out.count()) * es);
+    for (int64_t o = 0; o < outer; ++o)
+      for (size_t i = 0; i < in.size(); ++i) {
+        size_t chunk = static_cast<size_t>(in[i]->count() / std::max<int64_t>(outer, 1)) * es;
+        out.data.append(in[i]->data, static_cast<size_t>(o) * chunk, chunk);
+      }
+    return std::vector<HostTensor>{out};
+  }
+  if (op == "Split") {
+    int64_t axis = normAxis(intAttr(n, "axis").value_or(0), x.dims.size(), "Split");
+    int64_t len = x.dims[static_cast<size_t>(axis)];
+    std::vector<int64_t> split = in.size() > 1 && in[1] ? in[1]->asInts() : ints(n, "split");
+    size_t parts = n.outputs().size();
+    if (split.empty()) {
+      int64_t k = static_cast<int64_t>(parts), each = (len + k - 1) / k;
+      for (size_t i = 0; i < parts; ++i) split.push_back(std::min(each, len - each * static_cast<int64_t>(i)));
+    }
+    if (split.size() != parts || std::accumulate(split.begin(), split.end(), int64_t{0}) != len)
+      badInput("Split: the parts do not add up to the axis length");
+    std::vector<HostTensor> outs;
+    int64_t at = 0;
+    for (int64_t s : split) {
+      std::vector<int64_t> start(x.dims.size(), 0), step(x.dims.size(), 1), dims = x.dims;
+      start[static_cast<size_t>(axis)] = at;
+      dims[static_cast<size_t>(axis)] = s;
+      outs.push_back(strided(x, start, step, dims));
+      at += s;
+    }
+    return outs;
+  }
+  if (op == "Slice") {
+    std::vector<int64_t> starts, ends, axes, steps;
+    if (in.size() > 1) {
+      starts = need(1).asInts();
+      ends = need(2).asInts();
+      if (in.size() > 3 && in[3]) axes = in[3]->asInts();
+      if (in.size() > 4 && in[4]) steps = in[4]->asInts();
+    } else {
+      starts = ints(n, "starts");
+      ends = ints(n, "ends");
+      axes = ints(n, "axes");
+    }
+    size_t rank = x.dims.size();
+    if (axes.empty())
+      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    std::vector<int64_t> start(rank, 0), step(rank, 1), dims = x.dims;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      size_t a = static_cast<size_t>(normAxis(axes[i], rank, "Slice"));
+      int64_t d = x.dims[a], st = steps[i];
+      if (st == 0) badInput("Slice: step 0");
+      auto adjust = [&](int64_t v) { return v < 0 ? v + d : v; };
+      int64_t s = adjust(starts[i]), e = adjust(ends[i]);
+      if (st > 0) {
+        s = std::clamp<int64_t>(s, 0, d);
+        e = std::clamp<int64_t>(e, 0, d);
+      } else {
+        s = std::clamp<int64_t>(s, 0, d - 1);
+        e = std::clamp<int64_t>(e, -1, d - 1);
+      }
+      int64_t count = st > 0 ? std::max<int64_t>(0, (e - s + st - 1) / st) : std::max<int64_t>(0, (s - e + (-st) - 1) / (-st));
+      start[a] = s;
+      step[a] = st;
+      dims[a] = count;
+    }
+    return std::vector<HostTensor>{strided(x, start, step, dims)};
+  }
+  if (op == "Cast") {
+    auto to = intAttr(n, "to");
+    if (!to) badInput("Cast: no 'to' attribute");
+    if (!arithmetic(x.type) || !arithmetic(static_cast<int32_t>(*to))) {
+      why = std::string("Cast from ") + dataTypeName(x.type) + " to " + dataTypeName(static_cast<int32_t>(*to)) + " is not folded";
+      return std::nullopt;
+    }
+    return std::vector<HostTensor>{cast(x, static_cast<int32_t>(*to))};
+  }
+  if (op == "Neg") {
+    if (!arithmetic(x.type)) {
+      why = std::string("Neg on ") + dataTypeName(x.type) + " is not folded";
+      return std::nullopt;
+    }
+    HostTensor out = x;
+    dispatch(x.type, [&](auto t) {
+      using T = decltype(t);
+      for (size_t i = 0; i < static_cast<size_t>(x.count()); ++i) store<T>(out.data, i, static_cast<T>(-load<T>(x.data, i)));
+      return 0;
+    });
+    return std::vector<HostTensor>{out};
+  }
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    const HostTensor& y = need(1);
+    if (x.type != y.type || !arithmetic(x.type)) {
+      why = op + " on " + dataTypeName(x.type) + " and " + dataTypeName(y.type) + " is not folded";
+      return std::nullopt;
+    }
+    return dispatch(x.type, [&](auto t) { return std::vector<HostTensor>{binary<decltype(t)>(op, x, y)}; });
+  }
+  why = op + " is not folded";
+  return std::nullopt;
+}
+
+}  // namespace graphrw

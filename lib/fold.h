@@ -1,0 +1,36 @@
+// Constant folding of weight layout changes: the ops a replacement template
+// applies to initializers (Transpose, Reshape, Concat, Split, Slice, Squeeze,
+// Unsqueeze, Cast, Identity, and Add/Sub/Mul/Div/Neg with numpy broadcasting)
+// evaluated on the host, so the written model carries the transformed weights.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir.h"
+
+namespace graphrw {
+
+struct HostTensor {
+  int32_t type = 0;
+  std::vector<int64_t> dims;
+  std::string data;  // little-endian elements, row-major
+  int64_t count() const;
+  std::vector<int64_t> asInts() const;  // INT32 / INT64 tensors
+};
+
+// The tensor's data as stored (raw, external or typed fields). Throws Error(BadInput).
+HostTensor readTensor(const ir::Tensor& tensor);
+// A TensorProto holding `t` (raw_data) under `name`.
+onnx::TensorProto toTensorProto(const HostTensor& t, const std::string& name);
+
+// Whether graphrw can fold this op at all (its type and attributes are checked by evaluate).
+bool isFoldable(const ir::Node& node);
+// Evaluates `node` on constant inputs (nullptr: missing optional input).
+// Returns nothing, with `why` set, when an input type or attribute is not supported.
+std::optional<std::vector<HostTensor>> evaluate(const ir::Node& node, const std::vector<const HostTensor*>& inputs,
+                                                std::string& why);
+
+}  // namespace graphrw
