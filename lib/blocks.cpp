@@ -49,6 +49,24 @@ void collectReads(const Graph& g, Node* n, const std::unordered_set<const Node*>
 
 }  // namespace
 
+void fillBoundary(Graph& g, Block& b) {
+  b.inputs.clear();
+  b.outputs.clear();
+  std::unordered_set<const Node*> members(b.nodes.begin(), b.nodes.end());
+  std::unordered_set<const Value*> seen;
+  std::vector<Value*> weights;
+  for (Node* n : b.nodes) collectReads(g, n, members, seen, b.inputs, weights);
+  b.inputs.insert(b.inputs.end(), weights.begin(), weights.end());
+  for (Node* n : b.nodes)
+    for (Value* v : n->outputs()) {
+      if (!v) continue;
+      bool outside = v->graphOutputCount() > 0;
+      for (const Use& u : v->uses())
+        if (!outside && !members.count(ownerIn(g, u.node))) outside = true;
+      if (outside) b.outputs.push_back(v);
+    }
+}
+
 std::vector<Block> findBlocks(Graph& g, const SelectorSet& select, std::set<std::string>* hits) {
   std::vector<Block> blocks;
   std::map<std::string, size_t> byScope;
@@ -69,21 +87,7 @@ std::vector<Block> findBlocks(Graph& g, const SelectorSet& select, std::set<std:
       break;
     }
   }
-  for (Block& b : blocks) {
-    std::unordered_set<const Node*> members(b.nodes.begin(), b.nodes.end());
-    std::unordered_set<const Value*> seen;
-    std::vector<Value*> weights;
-    for (Node* n : b.nodes) collectReads(g, n, members, seen, b.inputs, weights);
-    b.inputs.insert(b.inputs.end(), weights.begin(), weights.end());
-    for (Node* n : b.nodes)
-      for (Value* v : n->outputs()) {
-        if (!v) continue;
-        bool outside = v->graphOutputCount() > 0;
-        for (const Use& u : v->uses())
-          if (!outside && !members.count(ownerIn(g, u.node))) outside = true;
-        if (outside) b.outputs.push_back(v);
-      }
-  }
+  for (Block& b : blocks) fillBoundary(g, b);
   return blocks;
 }
 

@@ -28,6 +28,9 @@ struct Block {
 // `hits` receives the str() of each selector that matched something.
 std::vector<Block> findBlocks(ir::Graph& g, const SelectorSet& select, std::set<std::string>* hits = nullptr);
 
+// Computes b.inputs and b.outputs from b.nodes (nodes of g, in graph order).
+void fillBoundary(ir::Graph& g, Block& b);
+
 // The node of `g` that holds `n`: n itself, or the node whose subgraph (at any
 // depth) holds it; nullptr if n is not inside g.
 ir::Node* ownerIn(const ir::Graph& g, ir::Node* n);

@@ -15,6 +15,7 @@
 #include "checkpoint.h"
 #include "expand.h"
 #include "graphcore_ops.h"
+#include "outline.h"
 #include "replace.h"
 #include "attributes.h"
 #include "json_schema.h"
@@ -307,6 +308,22 @@ int main(int argc, char** argv) {
   replaceFlags.add(replace);
   external.add(replace);
 
+  std::vector<std::string> outlineSelect, outlineKeys;
+  std::string outlineMode = "call";
+  passes::OutlineOptions outlineOptions;
+  PipelineFlags outlineFlags;
+  auto* outline = app.add_subcommand("outline", "Turn repeated blocks into shared ai.graphcore::Call bodies, local functions or __outline keys");
+  outline->add_option("model", input, "ONNX model, or - for stdin")->required();
+  outline->add_option("-o,--output", output, "Output file, or - for stdout (default: MODEL.outlined.onnx)");
+  outline->add_option("--select", outlineSelect, "Blocks: a selector (key=value,...; repeat for any-of); scope= groups nodes by prefix")->required();
+  outline->add_option("--mode", outlineMode, "call (ai.graphcore::Call), function (local functions) or attributes (__outline keys)")
+      ->capture_default_str()->check(CLI::IsMember({"call", "function", "attributes"}));
+  outline->add_option("--key", outlineKeys, "K=V: an __outline key/value pair (mode attributes; repeatable)");
+  outline->add_option("--domain", outlineOptions.domain, "Mode function: the new functions' domain")->capture_default_str();
+  outline->add_flag("--allow-no-match", outlineOptions.allowNoMatch, "A selector matching nothing is a warning, not an error");
+  outlineFlags.add(outline);
+  external.add(outline);
+
   std::vector<std::string> checkpointAfter;
   std::string checkpointMode = "checkpoint";
   passes::CheckpointOptions checkpointOptions;
@@ -422,6 +439,19 @@ int main(int argc, char** argv) {
       std::vector<std::unique_ptr<Pass>> passes;
       passes.push_back(passes::createReplacePass(std::move(replaceOptions)));
       return runPipeline(input, out, std::move(passes), replaceFlags, external);
+    }
+    if (outline->parsed()) {
+      outlineOptions.select = parseSelectors(outlineSelect);
+      outlineOptions.mode = passes::parseOutlineMode(outlineMode);
+      for (const auto& k : outlineKeys) {
+        auto eq = k.find('=');
+        if (eq == std::string::npos || eq == 0) usageError("--key '" + k + "': expected K=V");
+        outlineOptions.keys.emplace_back(k.substr(0, eq), k.substr(eq + 1));
+      }
+      std::string out = outputPath(input, output, "outlined");
+      std::vector<std::unique_ptr<Pass>> passes;
+      passes.push_back(passes::createOutlinePass(outlineOptions));
+      return runPipeline(input, out, std::move(passes), outlineFlags, external);
     }
     if (checkpoint->parsed()) {
       checkpointOptions.after = parseSelectors(checkpointAfter);

@@ -11,6 +11,7 @@ extern const std::string_view kRulesSchema;
 extern const std::string_view kExpandSchema;
 extern const std::string_view kCheckpointSchema;
 extern const std::string_view kReplaceSchema;
+extern const std::string_view kOutlineSchema;
 }  // namespace graphrw::embedded
 
 namespace graphrw {
@@ -133,6 +134,7 @@ const SchemaSet& SchemaSet::builtin() {
     s.add("passes/expand.schema.json", json::parse(embedded::kExpandSchema));
     s.add("passes/checkpoint.schema.json", json::parse(embedded::kCheckpointSchema));
     s.add("passes/replace.schema.json", json::parse(embedded::kReplaceSchema));
+    s.add("passes/outline.schema.json", json::parse(embedded::kOutlineSchema));
     return s;
   }();
   return set;

@@ -42,6 +42,7 @@ class Builder {
 
  private:
   friend std::unique_ptr<Function> graphrw::buildFunction(Model&, onnx::FunctionProto);
+  friend Attribute graphrw::buildAttribute(Model&, Graph&, Node*, onnx::AttributeProto);
   std::unique_ptr<Tensor> tensor(onnx::TensorProto&& tp) {
     auto t = std::make_unique<Tensor>();
     if (!tp.unknown_fields().empty() && wire::hasField(tp.unknown_fields(), wire::kPayloadField)) {
@@ -295,6 +296,11 @@ std::unique_ptr<ir::Function> buildFunction(ir::Model& model, onnx::FunctionProt
   auto fn = Builder(model, none, model.externalFiles()).function(proto);
   if (auto cycle = findCycle(fn->body())) badInput("function " + fn->key().str() + ": " + *cycle);
   return fn;
+}
+
+ir::Attribute buildAttribute(ir::Model& model, ir::Graph& owner, ir::Node* node, onnx::AttributeProto proto) {
+  std::vector<Bytes> none;
+  return Builder(model, none, model.externalFiles()).attribute(std::move(proto), owner, node);
 }
 
 std::unique_ptr<ir::Model> loadModel(const onnx::ModelProto& proto, const fs::path& baseDir) {

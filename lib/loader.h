@@ -29,5 +29,7 @@ std::unique_ptr<ir::Model> loadModel(const onnx::ModelProto& proto, const std::f
 
 // A function for `model` (not added to its library), e.g. a schema's body.
 std::unique_ptr<ir::Function> buildFunction(ir::Model& model, onnx::FunctionProto proto);
+// An attribute of `node` in `owner` built from its proto, subgraphs included, as the loader builds them.
+ir::Attribute buildAttribute(ir::Model& model, ir::Graph& owner, ir::Node* node, onnx::AttributeProto proto);
 
 }  // namespace graphrw

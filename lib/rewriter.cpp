@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
+#include <unordered_map>
 
 #include "error.h"
 
@@ -159,6 +161,54 @@ bool Rewriter::removeAttribute(Node* n, const std::string& name) {
   auto it = std::find_if(attrs.begin(), attrs.end(), [&](const Attribute& x) { return x.name() == name; });
   if (it == attrs.end()) return false;
   attrs.erase(it);
+  counts_.nodesChanged++;
+  return true;
+}
+
+bool Rewriter::sortTopologically(Graph& g) {
+  auto& nodes = IrAccess::nodes(g);
+  std::unordered_map<const Node*, size_t> index;
+  std::vector<Node*> order;
+  for (const auto& n : nodes) {
+    index[n.get()] = order.size();
+    order.push_back(n.get());
+  }
+  // The node of g a value read from anywhere inside `n` is produced by.
+  std::vector<std::vector<size_t>> users(order.size());
+  std::vector<size_t> pending(order.size(), 0);
+  std::function<void(const Node&, size_t)> reads = [&](const Node& n, size_t at) {
+    for (Value* v : n.inputs())
+      if (v && v->graph() == &g && v->producer()) {
+        size_t from = index.at(v->producer());
+        users[from].push_back(at);
+        pending[at]++;
+      }
+    n.forEachSubgraph([&](Graph& sub) {
+      for (const auto& inner : sub.nodes()) reads(*inner, at);
+    });
+  };
+  for (size_t i = 0; i < order.size(); ++i) reads(*order[i], i);
+  // Kahn's algorithm, always taking the earliest ready node: stable.
+  std::set<size_t> ready;
+  for (size_t i = 0; i < order.size(); ++i)
+    if (pending[i] == 0) ready.insert(i);
+  std::vector<size_t> sorted;
+  while (!ready.empty()) {
+    size_t i = *ready.begin();
+    ready.erase(ready.begin());
+    sorted.push_back(i);
+    for (size_t u : users[i])
+      if (--pending[u] == 0) ready.insert(u);
+  }
+  if (sorted.size() != order.size()) fail(ExitCode::Internal, "sortTopologically: the graph has a cycle");
+  bool moved = false;
+  for (size_t k = 0; k < sorted.size(); ++k) moved |= sorted[k] != k;
+  if (!moved) return false;
+  std::list<std::unique_ptr<Node>> next;
+  std::vector<std::list<std::unique_ptr<Node>>::iterator> where;
+  for (auto it = nodes.begin(); it != nodes.end(); ++it) where.push_back(it);
+  for (size_t k : sorted) next.splice(next.end(), nodes, where[k]);
+  nodes.swap(next);
   counts_.nodesChanged++;
   return true;
 }

@@ -58,6 +58,10 @@ class Rewriter {
   // Removes an attribute; returns whether it was there.
   bool removeAttribute(Node* n, const std::string& name);
   void markChanged(Node*) { counts_.nodesChanged++; }
+  // Puts g's nodes in an order where every node comes after the producers of
+  // what it (or its subgraphs) reads, keeping the present order where it can.
+  // Returns whether anything moved. Throws Error(Internal) on a cycle.
+  bool sortTopologically(Graph& g);
 
  private:
   Model& model_;

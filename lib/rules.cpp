@@ -6,6 +6,7 @@
 #include "error.h"
 #include "checkpoint.h"
 #include "expand.h"
+#include "outline.h"
 #include "replace.h"
 #include "json_schema.h"
 
@@ -28,6 +29,10 @@ const std::vector<PassInfo>& registeredPasses() {
       {"replace", "passes/replace.schema.json",
        [](const json& j, const RuleContext& rules, const std::string& pointer) {
          return passes::createReplacePass(passes::replaceOptionsFromJson(j, rules, pointer));
+       }},
+      {"outline", "passes/outline.schema.json",
+       [](const json& j, const RuleContext& rules, const std::string& pointer) {
+         return passes::createOutlinePass(passes::outlineOptionsFromJson(j, rules, pointer));
        }},
       {"checkpoint", "passes/checkpoint.schema.json",
        [](const json& j, const RuleContext& rules, const std::string& pointer) {

@@ -13,6 +13,7 @@
 #include "inliner.h"
 #include "loader.h"
 #include "opsets.h"
+#include "types.h"
 #include "writer.h"
 
 namespace graphrw::passes {
@@ -288,7 +289,7 @@ class ExpandPass final : public Pass {
     if (!owningFunction(*model_, g)) {
       size_t version = rw_->counts().nodesAdded + rw_->counts().nodesRemoved;
       if (!inferredAt_ || *inferredAt_ != version) {
-        inferTypes();
+        inferMissingTypes(*model_);
         inferredAt_ = version;
       }
     }
@@ -299,33 +300,6 @@ class ExpandPass final : public Pass {
       return false;
     }
     return true;
-  }
-
-  // Types for values that have none, from ONNX shape inference on the main graph.
-  void inferTypes() {
-    onnx::ModelProto proto = toProto(*model_);
-    try {
-      onnx::ShapeInferenceOptions options(false, 0, true);
-      onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), options);
-    } catch (const std::exception& e) {
-      spdlog::debug("expand: shape inference failed: {}", e.what());
-    }
-    std::map<std::string, const onnx::TypeProto*> types;
-    std::function<void(const onnx::GraphProto&)> collect = [&](const onnx::GraphProto& gp) {
-      for (const auto& vi : gp.value_info()) types[vi.name()] = &vi.type();
-      for (const auto& vi : gp.output()) types[vi.name()] = &vi.type();
-      for (const auto& n : gp.node())
-        for (const auto& a : n.attribute()) {
-          if (a.has_g()) collect(a.g());
-          for (const auto& sub : a.graphs()) collect(sub);
-        }
-    };
-    collect(proto.graph());
-    model_->graph().walkGraphs([&](Graph& g) {
-      for (const auto& v : g.values())
-        if (!v->type())
-          if (auto it = types.find(v->name()); it != types.end() && it->second->value_case() != 0) v->setType(*it->second);
-    });
   }
 
   ExpandOptions options_;

@@ -124,3 +124,41 @@ TEST_CASE("replace from the command line and its rule file; bad rules write noth
   auto unknownOk = run(bin() + " replace " + q(dir / "m2.onnx") + " --select op_type=Dropout --with my.ops::Drop --allow-unknown-op -o " + q(dir / "u.onnx"));
   CHECK(unknownOk.status == 0);
 }
+
+TEST_CASE("outline from the command line and its rule file; expand undoes call mode", "[cli][outline]") {
+  TempDir dir;
+  auto gen = run(std::string(GRAPHRW_GEN_BERT) + " -o " + q(dir / "bert.onnx") + " --layers 2");
+  REQUIRE(gen.status == 0);
+  REQUIRE(run(bin() + " expand " + q(dir / "bert.onnx") + " -o " + q(dir / "e.onnx")).status == 0);
+  auto r = run(bin() + " outline " + q(dir / "e.onnx") + " --select 'scope=/encoder/layer.*' --report -" + " -o " +
+               q(dir / "o.onnx"));
+  REQUIRE(r.status == 0);
+  auto report = nlohmann::json::parse(r.out);
+  CHECK(report["passes"][0]["distinct_bodies"] == 1);
+  CHECK(run(bin() + " validate " + q(dir / "o.onnx")).status == 0);
+  auto again = run(bin() + " outline " + q(dir / "e.onnx") + " --select 'scope=/encoder/layer.*' -o " + q(dir / "o2.onnx"));
+  REQUIRE(again.status == 0);
+  CHECK(readFile(dir / "o.onnx") == readFile(dir / "o2.onnx"));
+
+  writeFile(dir / "o.rules.json", R"({"version": 1, "passes": [{"pass": "outline", "select": {"scope": "/encoder/layer.*"}}]})");
+  REQUIRE(run(bin() + " run " + q(dir / "o.rules.json") + " " + q(dir / "e.onnx") + " -o " + q(dir / "o3.onnx")).status == 0);
+  CHECK(readFile(dir / "o3.onnx") == readFile(dir / "o.onnx"));
+
+  // The pipeline of the seed's real caller, in one rule file: expand, outline, checkpoint.
+  writeFile(dir / "ipu.rules.json", R"({"version": 1, "passes": [
+    {"pass": "expand"},
+    {"pass": "checkpoint", "after": {"scope": "/encoder/layer.*"}},
+    {"pass": "outline", "select": {"scope": "/encoder/layer.*"}, "mode": "function"}
+  ]})");
+  REQUIRE(run(bin() + " run " + q(dir / "ipu.rules.json") + " " + q(dir / "bert.onnx") + " -o " + q(dir / "ipu.onnx")).status == 0);
+  CHECK(run("node " GRAPHRW_ORT_DIR "/ort.js compare " + q(dir / "bert.onnx") + " " + q(dir / "ipu.onnx") + " --int-max 2").status == 0);
+
+  auto attrs = run(bin() + " outline " + q(dir / "e.onnx") + " --select 'scope=/encoder/layer.*' --mode attributes --key stage=enc -o " + q(dir / "a.onnx"));
+  REQUIRE(attrs.status == 0);
+  CHECK_THAT(run(bin() + " inspect " + q(dir / "a.onnx")).out, Catch::Contains("__outline (STRINGS)"));
+  auto noKey = run(bin() + " outline " + q(dir / "e.onnx") + " --select 'scope=/encoder/layer.*' --mode attributes");
+  CHECK(noKey.status == 2);
+  auto none = run(bin() + " outline " + q(dir / "e.onnx") + " --select op_type=Conv -o " + q(dir / "none.onnx"));
+  CHECK(none.status == 2);
+  CHECK(!fs::exists(dir / "none.onnx"));
+}

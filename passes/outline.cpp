@@ -1,0 +1,452 @@
+#include "outline.h"
+
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "blocks.h"
+#include "error.h"
+#include "inliner.h"
+#include "loader.h"
+#include "opsets.h"
+#include "types.h"
+#include "writer.h"
+
+namespace graphrw::passes {
+namespace {
+
+using namespace ir;
+
+constexpr const char* kOutline = "__outline";
+constexpr const char* kIpu = "__ipu_number";
+
+std::string typeKey(const Value* v) {
+  const onnx::TypeProto* t = v->type();
+  return t ? t->SerializeAsString() : std::string("?");
+}
+
+// "/encoder/layer.0" -> "encoder_layer_0"
+std::string sanitize(const std::string& key) {
+  std::string out;
+  for (char c : key) {
+    bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    if (ok) out += c;
+    else if (!out.empty() && out.back() != '_') out += '_';
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  return out.empty() ? "block" : out;
+}
+
+struct Group {
+  std::string callee;
+  std::vector<size_t> blocks;  // indices into work_
+  onnx::GraphProto body;       // call mode
+  Function* function = nullptr;
+  size_t bodyNodes = 0;
+};
+
+struct Work {
+  Graph* graph;
+  Block block;
+  bool scoped;
+  size_t group = 0;
+  std::optional<int64_t> ipu;
+};
+
+class OutlinePass final : public Pass {
+ public:
+  explicit OutlinePass(OutlineOptions options) : options_(std::move(options)) {}
+  std::string name() const override { return "outline"; }
+
+  void run(Model& model, PassContext& context) override {
+    model_ = &model;
+    rw_ = &context.rewriter;
+    auto before = ModelUsage::of(model);
+    size_t mainBefore = model.graph().nodeCount();
+    if (options_.mode != OutlineOptions::Mode::Attributes) inferMissingTypes(model);
+
+    std::vector<Graph*> graphs;
+    model.walkGraphs([&](Graph& g) { graphs.push_back(&g); });
+    std::set<std::string> hits;
+    for (Graph* g : graphs) {
+      auto blocks = findBlocks(*g, options_.select, &hits);
+      if (blocks.empty()) continue;
+      checkConvex(*g, blocks, "outline");
+      for (auto& b : blocks) {
+        bool scoped = b.nodes.size() > 1 || (b.nodes.size() == 1 && b.key != b.nodes[0]->name());
+        work_.push_back({g, std::move(b), scoped, 0, std::nullopt});
+      }
+    }
+    for (const auto& sel : options_.select.any)
+      if (!hits.count(sel.str())) {
+        std::string msg = "outline: selector '" + sel.str() + "' matched no node";
+        if (!options_.allowNoMatch) usageError(msg + " (allow_no_match / --allow-no-match makes this a warning)");
+        spdlog::warn(msg);
+      }
+    context.matched = work_.size();
+    context.details["blocks"] = work_.size();
+
+    if (options_.mode == OutlineOptions::Mode::Attributes) {
+      size_t marked = 0;
+      for (auto& w : work_)
+        for (Node* n : w.block.nodes) marked += annotate(n);
+      context.details["nodes_annotated"] = marked;
+      return;
+    }
+
+    size_t alreadyFunctions = 0;
+    std::vector<size_t> kept;
+    for (size_t i = 0; i < work_.size(); ++i) {
+      Work& w = work_[i];
+      Node* only = w.block.nodes.size() == 1 ? w.block.nodes[0] : nullptr;
+      Function* called = only ? model.findFunction(only->domain(), only->opType(), only->overload()) : nullptr;
+      if (called && options_.mode == OutlineOptions::Mode::Function) {
+        alreadyFunctions++;  // a call of a local function is outlined already
+        continue;
+      }
+      if (called) {
+        // The function body is the block: inline it where it stands, outline what came in.
+        std::string prefix = only->name().empty() ? w.graph->nodeNames().fresh(only->opType()) : only->name();
+        w.block.key = prefix;
+        auto result = inlineBody(*rw_, only, called->body(), AttributeEnv::of(*only), prefix);
+        w.block.nodes = result.created;
+        fillBoundary(*w.graph, w.block);
+        w.scoped = true;
+      }
+      checkBlock(w);
+      kept.push_back(i);
+    }
+    groupBlocks(kept);
+    for (auto& group : groups_) build(group);
+    std::set<Graph*> touched;
+    size_t saved = 0;
+    for (size_t i : kept) {
+      saved += work_[i].block.nodes.size() - 1;
+      emit(work_[i]);
+      touched.insert(work_[i].graph);
+    }
+    for (Graph* g : touched) rw_->sortTopologically(*g);
+    auto removed = pruneUnused(model, before);
+
+    nlohmann::json callees = nlohmann::json::object();
+    for (const auto& group : groups_)
+      callees[group.callee] = {{"blocks", group.blocks.size()}, {"body_nodes", group.bodyNodes}};
+    context.details["distinct_bodies"] = groups_.size();
+    context.details["callees"] = callees;
+    context.details["nodes_saved"] = saved;
+    context.details["main_graph_nodes"] = {{"before", mainBefore}, {"after", model.graph().nodeCount()}};
+    if (alreadyFunctions) context.details["already_functions"] = alreadyFunctions;
+    context.details["functions_removed"] = removed;
+  }
+
+ private:
+  // __outline = [k0, v0, k1, v1, ...]: the given keys set, others kept, in order.
+  size_t annotate(Node* n) {
+    std::vector<std::pair<std::string, std::string>> pairs;
+    if (const Attribute* a = n->attribute(kOutline); a && a->type() == onnx::AttributeProto::STRINGS)
+      for (int i = 0; i + 1 < a->proto.strings_size(); i += 2) pairs.emplace_back(a->proto.strings(i), a->proto.strings(i + 1));
+    auto next = pairs;
+    for (const auto& [k, v] : options_.keys) {
+      auto it = std::find_if(next.begin(), next.end(), [&](const auto& p) { return p.first == k; });
+      if (it != next.end()) it->second = v;
+      else next.emplace_back(k, v);
+    }
+    const Attribute* existing = n->attribute(kOutline);
+    if (next == pairs && existing && existing->type() == onnx::AttributeProto::STRINGS) return 0;
+    onnx::AttributeProto a;
+    a.set_name(kOutline);
+    a.set_type(onnx::AttributeProto::STRINGS);
+    for (const auto& [k, v] : next) {
+      a.add_strings(k);
+      a.add_strings(v);
+    }
+    rw_->setAttribute(n, a);
+    return 1;
+  }
+
+  void checkBlock(Work& w) {
+    const Node* first = nullptr;
+    for (Node* n : w.block.nodes) {
+      for (const auto& a : n->attributes())
+        if (a.isRef())
+          badInput("outline: block '" + w.block.key + "': node '" + n->name() + "' refers to attribute '" +
+                   a.proto.ref_attr_name() + "' of its function; outline the function's calls instead");
+      const Attribute* ipu = n->attribute(kIpu);
+      if (!ipu) continue;
+      if (w.ipu && *w.ipu != ipu->proto.i())
+        badInput("outline: block '" + w.block.key + "' spans IPUs: node '" + first->name() + "' has __ipu_number " +
+                 std::to_string(*w.ipu) + ", node '" + n->name() + "' has " + std::to_string(ipu->proto.i()));
+      w.ipu = ipu->proto.i();
+      first = n;
+    }
+    if (w.block.outputs.empty()) badInput("outline: block '" + w.block.key + "' has no output anything reads");
+  }
+
+  // Blocks are the same computation when their ops, attributes, wiring and input types are.
+  std::string signature(const Block& b) {
+    std::string sig;
+    std::unordered_map<const Value*, std::string> token;
+    for (size_t i = 0; i < b.inputs.size(); ++i) {
+      token[b.inputs[i]] = "i" + std::to_string(i);
+      sig += "I" + std::to_string(i) + ":" + typeKey(b.inputs[i]) + ";";
+    }
+    std::unordered_map<const Value*, size_t> outIndex;
+    for (size_t j = 0; j < b.outputs.size(); ++j) outIndex[b.outputs[j]] = j;
+    for (size_t k = 0; k < b.nodes.size(); ++k) {
+      const Node& n = *b.nodes[k];
+      sig += "N" + n.domain() + "|" + n.opType() + "|" + n.overload() + "|";
+      onnx::NodeProto p = nodeToProto(n);
+      std::vector<std::string> attrs;
+      for (const auto& a : p.attribute()) attrs.push_back(a.SerializeAsString());
+      std::sort(attrs.begin(), attrs.end());
+      for (const auto& a : attrs) sig += std::to_string(a.size()) + ":" + a;
+      sig += "(";
+      for (Value* v : n.inputs()) sig += (v ? token.at(v) : std::string("-")) + ",";
+      sig += ")->(";
+      for (size_t o = 0; o < n.outputs().size(); ++o) {
+        Value* v = n.output(o);
+        if (!v) {
+          sig += "-,";
+          continue;
+        }
+        token[v] = "n" + std::to_string(k) + "." + std::to_string(o);
+        auto it = outIndex.find(v);
+        sig += token[v] + (it != outIndex.end() ? "=o" + std::to_string(it->second) : "") + ",";
+      }
+      sig += ");";
+    }
+    return sig;
+  }
+
+  void groupBlocks(const std::vector<size_t>& kept) {
+    std::map<std::string, size_t> bySignature;
+    for (size_t i : kept) {
+      std::string sig = signature(work_[i].block);
+      // A block whose input types are unknown (inside a function body) shares
+      // with nothing: PopART would build one body for the first shapes only.
+      for (Value* v : work_[i].block.inputs)
+        if (!v->type()) {
+          sig += "#unknown-types-" + std::to_string(i);
+          break;
+        }
+      auto [it, fresh] = bySignature.emplace(sig, groups_.size());
+      if (fresh) groups_.push_back({"", {}, {}, nullptr, work_[i].block.nodes.size()});
+      groups_[it->second].blocks.push_back(i);
+      work_[i].group = it->second;
+    }
+    // Names: the blocks' keys with the parts in which they differ left out
+    // ("/encoder/layer.0", "/encoder/layer.1" -> "encoder_layer"), unique.
+    std::set<std::string> names;
+    for (const auto& f : model_->functions()) names.insert(f->key().name);
+    for (auto& group : groups_) {
+      auto tokens = [](const std::string& s) {
+        std::vector<std::string> t;
+        size_t start = 0;
+        for (size_t k = 0; k <= s.size(); ++k)
+          if (k == s.size() || s[k] == '_') {
+            t.push_back(s.substr(start, k - start));
+            start = k + 1;
+          }
+        return t;
+      };
+      auto first = tokens(sanitize(work_[group.blocks.front()].block.key));
+      std::vector<bool> same(first.size(), true);
+      for (size_t i : group.blocks) {
+        auto t = tokens(sanitize(work_[i].block.key));
+        if (t.size() != first.size()) {
+          same.assign(first.size(), true);
+          break;
+        }
+        for (size_t k = 0; k < t.size(); ++k) same[k] = same[k] && t[k] == first[k];
+      }
+      std::string base;
+      for (size_t k = 0; k < first.size(); ++k)
+        if (same[k]) base += (base.empty() ? "" : "_") + first[k];
+      if (base.empty()) base = sanitize(work_[group.blocks.front()].block.key);
+      std::string name = base;
+      for (int k = 2; names.count(name); ++k) name = base + "_" + std::to_string(k);
+      names.insert(name);
+      group.callee = name;
+    }
+  }
+
+  // The body of a group, from its first block: inputs, nodes, outputs under
+  // names relative to the block (`<callee>/<name within the block>`).
+  void build(Group& group) {
+    const Work& w = work_[group.blocks.front()];
+    const Block& b = w.block;
+    std::set<std::string> used;
+    auto unique = [&](std::string name) {
+      std::string base = name;
+      for (int k = 1; used.count(name) || (options_.mode == OutlineOptions::Mode::Call && w.graph->names().contains(name)); ++k)
+        name = base + "_" + std::to_string(k);
+      used.insert(name);
+      return name;
+    };
+    auto relative = [&](const std::string& name) {
+      std::string rel = name;
+      if (w.scoped && rel.rfind(b.key, 0) == 0) rel = rel.substr(b.key.size());
+      while (!rel.empty() && rel.front() == '/') rel.erase(rel.begin());
+      return group.callee + "/" + (rel.empty() ? std::string("value") : rel);
+    };
+    std::unordered_map<std::string, std::string> rename;  // old value name -> body name
+    std::vector<std::string> inNames, outNames;
+    for (size_t i = 0; i < b.inputs.size(); ++i) {
+      inNames.push_back(unique(group.callee + "/input_" + std::to_string(i)));
+      rename[b.inputs[i]->name()] = inNames.back();
+    }
+    std::unordered_set<const Value*> isOutput(b.outputs.begin(), b.outputs.end());
+    std::unordered_map<const Value*, size_t> outIndex;
+    for (size_t j = 0; j < b.outputs.size(); ++j) outIndex[b.outputs[j]] = j;
+    outNames.resize(b.outputs.size());
+    for (Node* n : b.nodes)
+      for (Value* v : n->outputs()) {
+        if (!v) continue;
+        std::string name = isOutput.count(v) ? unique(group.callee + "/output_" + std::to_string(outIndex[v])) : unique(relative(v->name()));
+        rename[v->name()] = name;
+        if (isOutput.count(v)) outNames[outIndex[v]] = name;
+      }
+    std::vector<onnx::NodeProto> nodes;
+    std::set<std::string> nodeNames;
+    for (Node* n : b.nodes) {
+      onnx::NodeProto p = nodeToProto(*n);
+      renameRefs(p, rename);
+      std::string nodeName = relative(n->name().empty() ? n->opType() : n->name());
+      for (int k = 1; nodeNames.count(nodeName); ++k) nodeName = relative(n->name().empty() ? n->opType() : n->name()) + "_" + std::to_string(k);
+      nodeNames.insert(nodeName);
+      p.set_name(nodeName);
+      nodes.push_back(std::move(p));
+    }
+    if (options_.mode == OutlineOptions::Mode::Call) {
+      onnx::GraphProto& g = group.body;
+      g.set_name(group.callee);
+      for (size_t i = 0; i < b.inputs.size(); ++i) {
+        auto* vi = g.add_input();
+        vi->set_name(inNames[i]);
+        if (b.inputs[i]->type()) *vi->mutable_type() = *b.inputs[i]->type();
+      }
+      for (auto& n : nodes) *g.add_node() = std::move(n);
+      for (size_t j = 0; j < b.outputs.size(); ++j) {
+        auto* vi = g.add_output();
+        vi->set_name(outNames[j]);
+        if (b.outputs[j]->type()) *vi->mutable_type() = *b.outputs[j]->type();
+      }
+      return;
+    }
+    onnx::FunctionProto fp;
+    fp.set_name(group.callee);
+    fp.set_domain(options_.domain);
+    for (const auto& n : inNames) fp.add_input(n);
+    for (const auto& n : outNames) fp.add_output(n);
+    std::set<std::string> domains;
+    for (auto& n : nodes) {
+      domains.insert(n.domain());
+      *fp.add_node() = std::move(n);
+    }
+    auto scope = scopeOpsets(*model_, *w.graph);
+    for (const auto& d : domains)
+      if (auto it = scope.find(d); it != scope.end()) {
+        auto* op = fp.add_opset_import();
+        op->set_domain(d);
+        op->set_version(it->second);
+      }
+    group.function = model_->addFunction(buildFunction(*model_, std::move(fp)));
+  }
+
+  // Value names read by a node and by nodes in its subgraphs (free names only: inner names are not in the map).
+  static void renameRefs(onnx::NodeProto& p, const std::unordered_map<std::string, std::string>& rename) {
+    for (auto& in : *p.mutable_input())
+      if (auto it = rename.find(in); it != rename.end()) in = it->second;
+    for (auto& out : *p.mutable_output())
+      if (auto it = rename.find(out); it != rename.end()) out = it->second;
+    for (auto& a : *p.mutable_attribute()) {
+      auto sub = [&](onnx::GraphProto& g) {
+        for (auto& n : *g.mutable_node()) renameRefs(n, rename);
+        for (auto& o : *g.mutable_output())
+          if (auto it = rename.find(o.name()); it != rename.end()) o.set_name(it->second);
+      };
+      if (a.has_g()) sub(*a.mutable_g());
+      for (auto& g : *a.mutable_graphs()) sub(g);
+    }
+  }
+
+  void emit(Work& w) {
+    Graph& g = *w.graph;
+    Group& group = groups_[w.group];
+    Block& b = w.block;
+    auto next = std::next(g.position(b.nodes.back()));
+    const Node* before = next == g.nodes().end() ? nullptr : next->get();
+    std::vector<std::string> outs(b.outputs.size());
+    Node* call = options_.mode == OutlineOptions::Mode::Call
+                     ? rw_->createNode(g, before, {"", "Call", "ai.graphcore", b.inputs, outs})
+                     : rw_->createNode(g, before, {"", group.callee, options_.domain, b.inputs, outs});
+    for (size_t j = 0; j < b.outputs.size(); ++j) rw_->adoptOutput(call, j, b.outputs[j]);
+    for (auto it = b.nodes.rbegin(); it != b.nodes.rend(); ++it) rw_->eraseNode(*it);
+    rw_->renameNode(call, b.key.empty() ? group.callee : b.key);
+    if (options_.mode == OutlineOptions::Mode::Call) {
+      onnx::AttributeProto callee;
+      callee.set_name("callee");
+      callee.set_type(onnx::AttributeProto::GRAPH);
+      *callee.mutable_g() = group.body;
+      call->attributes().push_back(buildAttribute(*model_, g, call, std::move(callee)));
+      rw_->markChanged(call);
+      if (w.ipu) {
+        onnx::AttributeProto ipu;
+        ipu.set_name(kIpu);
+        ipu.set_type(onnx::AttributeProto::INT);
+        ipu.set_i(*w.ipu);
+        rw_->setAttribute(call, ipu);
+      }
+      if (!scopeOpsets(*model_, g).count("ai.graphcore")) setScopeOpset(*model_, g, "ai.graphcore", 1);
+    } else {
+      if (!scopeOpsets(*model_, g).count(options_.domain)) setScopeOpset(*model_, g, options_.domain, 1);
+      // ONNX Runtime resolves calls inside function bodies with the model's imports too.
+      if (!model_->opsetVersion(options_.domain)) model_->setOpsetImport(options_.domain, 1);
+    }
+  }
+
+  OutlineOptions options_;
+  Model* model_ = nullptr;
+  Rewriter* rw_ = nullptr;
+  std::vector<Work> work_;
+  std::vector<Group> groups_;
+};
+
+}  // namespace
+
+OutlineOptions::Mode parseOutlineMode(const std::string& text) {
+  if (text == "call") return OutlineOptions::Mode::Call;
+  if (text == "attributes") return OutlineOptions::Mode::Attributes;
+  if (text == "function") return OutlineOptions::Mode::Function;
+  usageError("outline mode must be 'call', 'attributes' or 'function', not '" + text + "'");
+}
+
+OutlineOptions outlineOptionsFromJson(const nlohmann::json& j, const RuleContext& rules, const std::string& pointer) {
+  OutlineOptions o;
+  auto at = [&](const std::string& p) { return rules.at(p); };
+  o.select = SelectorSet::fromJson(j["select"], at, pointer + "/select");
+  o.mode = parseOutlineMode(j.value("mode", std::string("call")));
+  if (j.contains("keys"))
+    for (const auto& [k, v] : j["keys"].items()) o.keys.emplace_back(k, v.get<std::string>());
+  o.domain = j.value("domain", o.domain);
+  o.allowNoMatch = j.value("allow_no_match", false);
+  if (o.mode == OutlineOptions::Mode::Attributes && o.keys.empty())
+    usageError(rules.at(pointer) + ": mode 'attributes' needs keys");
+  if (o.mode != OutlineOptions::Mode::Attributes && !o.keys.empty())
+    usageError(rules.at(pointer + "/keys") + ": keys are for mode 'attributes'");
+  return o;
+}
+
+std::unique_ptr<Pass> createOutlinePass(OutlineOptions options) {
+  if (options.select.empty()) usageError("outline needs a selector (--select)");
+  if (options.mode == OutlineOptions::Mode::Attributes && options.keys.empty())
+    usageError("outline --mode attributes needs at least one --key K=V");
+  if (options.mode != OutlineOptions::Mode::Attributes && !options.keys.empty())
+    usageError("outline: --key is for --mode attributes");
+  return std::make_unique<OutlinePass>(std::move(options));
+}
+
+}  // namespace graphrw::passes
