@@ -1,49 +1,54 @@
 #!/usr/bin/env python3
 """graphrw's benchmarks. Every figure is a ratio against a baseline measured in
-the same invocation (these machines are noisy): `cp` of the same file for I/O,
-the smaller model for scaling. Medians of --runs runs, page cache warm.
+the same invocation (these machines are noisy): `cp` of the same files for
+I/O, the smaller model for scaling. Medians of --runs runs, interleaved, page
+cache warm, dirty pages flushed (untimed) before each run. Each command runs
+under graphrw-bench-spawn (posix_spawn + wait4), so time and peak RSS are the
+command's own, not this script's.
 
-  bench/run.py [--build build] [--runs 5] [--only io|scaling] [--json out.json]
+  bench/run.py [--build build] [--runs 5] [--only io|external|scaling] [--json out.json]
 """
-import argparse, json, os, shutil, statistics, subprocess, sys, time
+import argparse, json, os, shutil, statistics, subprocess, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run_once(cmd):
-    """Wall seconds and peak RSS (bytes) of one command, measured for that process alone.
-    Dirty pages of earlier runs are flushed first (untimed), so no run pays for another's writes."""
+def run_once(spawn, cmd):
     os.sync()
-    start = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(p.pid, 0)
-    elapsed = time.perf_counter() - start
-    err = p.stderr.read().decode()
-    p.stderr.close()
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"bench: {' '.join(cmd)} failed: {err.strip()}")
-    return elapsed, usage.ru_maxrss * 1024
+    out = subprocess.run([spawn] + cmd, check=True, capture_output=True, text=True).stdout
+    r = json.loads(out)
+    if r["status"] != 0:
+        sys.exit(f"bench: {' '.join(cmd)} failed with status {r['status']}")
+    return r["seconds"], r["peak_rss_bytes"]
 
 
-def measure(cmds, runs):
-    """Runs the commands interleaved, `runs` times; returns median seconds and max RSS per name."""
+def measure(spawn, cmds, runs, before=None):
+    """Runs the commands interleaved, `runs` times; median seconds and max RSS per name."""
     times = {k: [] for k in cmds}
     rss = {k: 0 for k in cmds}
     for _ in range(runs):
         for name, cmd in cmds.items():
-            t, r = run_once(cmd)
+            if before:
+                before()
+            t, r = run_once(spawn, cmd)
             times[name].append(t)
             rss[name] = max(rss[name], r)
     return {k: {"median_s": statistics.median(v), "runs": v, "peak_rss_bytes": rss[k]} for k, v in times.items()}
 
 
-def warm(path):
-    with open(path, "rb") as f:
-        while f.read(1 << 24):
-            pass
+def warm(*paths):
+    for path in paths:
+        with open(path, "rb") as f:
+            while f.read(1 << 24):
+                pass
+
+
+def tools(args):
+    return (os.path.join(args.build, "tools", "graphrw", "graphrw"), os.path.join(args.build, "bench", "graphrw-bench-spawn"))
 
 
 def io_bench(args, out):
+    g, spawn = tools(args)
     model = os.path.join(out, "bert-base.onnx")
     if not os.path.exists(model):
         subprocess.check_call([os.path.join(args.build, "bench", "graphrw-gen-bert"), "-o", model, "--layers", "12",
@@ -51,8 +56,7 @@ def io_bench(args, out):
                                "--seq", "128", "--batch", "1"])
     size = os.path.getsize(model)
     warm(model)
-    g = os.path.join(args.build, "tools", "graphrw", "graphrw")
-    res = measure({
+    res = measure(spawn, {
         "cp": ["cp", model, os.path.join(out, "copy.onnx")],
         "convert": [g, "-q", "convert", model, "-o", os.path.join(out, "converted.onnx")],
         "expand": [g, "-q", "expand", model, "-o", os.path.join(out, "expanded.onnx")],
@@ -63,40 +67,80 @@ def io_bench(args, out):
                         for k, v in res.items()}}
 
 
+def external_bench(args, out):
+    """A model whose external data is over 2 GB, written to another folder: the data moves with it."""
+    g, spawn = tools(args)
+    src = os.path.join(out, "large")
+    os.makedirs(src, exist_ok=True)
+    model = os.path.join(src, "bert-2g.onnx")
+    data = os.path.join(src, "bert-2g.onnx.data")
+    if not os.path.exists(model):
+        subprocess.check_call([os.path.join(args.build, "bench", "graphrw-gen-bert"), "-o", model, "--layers", "24",
+                               "--hidden", "1536", "--heads", "16", "--intermediate", "6144", "--vocab", "30522",
+                               "--seq", "128", "--batch", "1", "--external-data", "bert-2g.onnx.data"])
+    size = os.path.getsize(model) + os.path.getsize(data)
+    dests = {k: os.path.join(out, "large-" + k) for k in ("cp", "convert", "expand")}
+    for d in dests.values():
+        os.makedirs(d, exist_ok=True)
+
+    def clean():
+        for d in dests.values():
+            for f in os.listdir(d):
+                os.remove(os.path.join(d, f))
+    warm(model, data)
+    res = measure(spawn, {
+        "cp": ["cp", model, data, dests["cp"]],
+        "convert": [g, "-q", "convert", model, "-o", os.path.join(dests["convert"], "bert-2g.onnx")],
+        "expand": [g, "-q", "expand", model, "-o", os.path.join(dests["expand"], "bert-2g.onnx")],
+    }, args.runs, before=clean)
+    base = res["cp"]["median_s"]
+    return {"model": "24 layers, hidden 1536, external data", "bytes": size,
+            "results": {k: dict(v, ratio_to_cp=v["median_s"] / base) for k, v in res.items()}}
+
+
 def scaling_bench(args, out):
-    g = os.path.join(args.build, "tools", "graphrw", "graphrw")
+    g, spawn = tools(args)
     gen = os.path.join(args.build, "bench", "graphrw-gen-calls")
+    rules = os.path.join(ROOT, "bench", "rules", "every-pass.rules.json")
     cmds = {}
-    for calls in (10_000, 100_000):
+    sizes = {"10k": 500, "1M": 50_000}  # calls of a 20-node function: nodes after expand
+    for label, calls in sizes.items():
         model = os.path.join(out, f"calls-{calls}.onnx")
         if not os.path.exists(model):
             subprocess.check_call([gen, "-o", model, "--calls", str(calls), "--body-nodes", "20"])
-        cmds[f"expand {calls} calls"] = [g, "-q", "expand", model, "-o", os.path.join(out, f"calls-{calls}.expanded.onnx")]
-    res = measure(cmds, args.runs)
-    return {"body_nodes": 20, "results": res,
-            "ratio_100k_to_10k": res["expand 100000 calls"]["median_s"] / res["expand 10000 calls"]["median_s"]}
+        cmds[f"expand {label}"] = [g, "-q", "expand", model, "-o", os.path.join(out, f"calls-{calls}.expanded.onnx")]
+        cmds[f"rules {label}"] = [g, "-q", "run", rules, model, "-o", os.path.join(out, f"calls-{calls}.rules.onnx")]
+    res = measure(spawn, cmds, args.runs)
+    return {"body_nodes": 20, "nodes": {"10k": 10_000, "1M": 1_000_000}, "results": res,
+            "ratio_expand_1M_to_10k": res["expand 1M"]["median_s"] / res["expand 10k"]["median_s"],
+            "ratio_rules_1M_to_10k": res["rules 1M"]["median_s"] / res["rules 10k"]["median_s"]}
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--only", choices=["io", "scaling"])
+    ap.add_argument("--only", choices=["io", "external", "scaling"])
     ap.add_argument("--json")
     args = ap.parse_args()
     out = os.path.join(ROOT, "bench", "out")
     os.makedirs(out, exist_ok=True)
-    report = {}
-    if args.only in (None, "io"):
-        report["io"] = io_bench(args, out)
-        for k, v in report["io"]["results"].items():
-            print(f"{k:10s} median {v['median_s']:.3f}s  x{v['ratio_to_cp']:.2f} of cp  "
-                  f"peak RSS {v['peak_rss_bytes'] / 2**20:.0f} MiB ({100 * v['rss_fraction_of_file']:.1f}% of file)")
+    report = {"loadavg": os.getloadavg()}
+    for name, fn in (("io", io_bench), ("external", external_bench)):
+        if args.only in (None, name):
+            report[name] = fn(args, out)
+            print(f"{name}: {report[name]['model']}, {report[name]['bytes'] / 2**20:.0f} MiB")
+            for k, v in report[name]["results"].items():
+                print(f"  {k:10s} median {v['median_s']:.3f}s  x{v['ratio_to_cp']:.2f} of cp  "
+                      f"peak RSS {v['peak_rss_bytes'] / 2**20:.1f} MiB ({100 * v['peak_rss_bytes'] / report[name]['bytes']:.1f}% of the data)")
     if args.only in (None, "scaling"):
         report["scaling"] = scaling_bench(args, out)
         for k, v in report["scaling"]["results"].items():
-            print(f"{k:22s} median {v['median_s']:.3f}s  peak RSS {v['peak_rss_bytes'] / 2**20:.0f} MiB")
-        print(f"scaling 100k/10k calls: x{report['scaling']['ratio_100k_to_10k']:.2f}")
+            print(f"  {k:12s} median {v['median_s']:.3f}s  peak RSS {v['peak_rss_bytes'] / 2**20:.0f} MiB")
+        print(f"scaling 1M/10k nodes: expand x{report['scaling']['ratio_expand_1M_to_10k']:.1f}, "
+              f"rules with every pass x{report['scaling']['ratio_rules_1M_to_10k']:.1f} (100 = linear)")
+    report["loadavg_after"] = os.getloadavg()
+    print(f"load average before {report['loadavg'][0]:.1f}, after {report['loadavg_after'][0]:.1f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)

@@ -84,6 +84,8 @@ onnx::OpSchema build(const std::string& name, const nlohmann::json& op, const nl
                      const std::string& domain, int version) {
   onnx::OpSchema s(name, "schemas/graphcore-ops.json", 0);
   s.SetDomain(domain).SinceVersion(version).SetDoc(op.value("doc", ""));
+  // PopART ships these ops: COMMON, or the checker prints a warning per node.
+  s.SetSupportLevel(onnx::OpSchema::SupportType::COMMON);
   auto formal = [](const nlohmann::json& io) {
     if (io.value("variadic", false)) return onnx::OpSchema::Variadic;
     if (io.value("optional", false)) return onnx::OpSchema::Optional;

@@ -6,6 +6,12 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+#include <set>
+#include <sstream>
+
 #include "external_data.h"
 #include "popart.h"
 #include "verifier.h"
@@ -16,6 +22,26 @@ namespace graphrw {
 using namespace ir;
 
 namespace {
+
+// ONNX's checker writes a warning to std::cerr for every node whose op type
+// was once an experimental ONNX op (Scale, DynamicSlice, ...), whatever its
+// domain, so ai.graphcore::Scale triggers it. graphrw's stderr keeps to its
+// own one-line messages: the text is collected and logged at debug level.
+class CerrToDebug {
+ public:
+  CerrToDebug() : old_(std::cerr.rdbuf(captured_.rdbuf())) {}
+  ~CerrToDebug() {
+    std::cerr.rdbuf(old_);
+    std::set<std::string> seen;
+    std::istringstream lines(captured_.str());
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty() && seen.insert(line).second) spdlog::debug("onnx: {}", line);
+  }
+
+ private:
+  std::ostringstream captured_;
+  std::streambuf* old_;
+};
 
 void checkStructure(const onnx::ModelProto& proto, const std::string& modelDir) {
   namespace ck = onnx::checker;
@@ -28,6 +54,7 @@ void checkStructure(const onnx::ModelProto& proto, const std::string& modelDir) 
   ctx.set_opset_imports(opsets);
   ctx.set_model_dir(modelDir);
   ck::LexicalScopeContext lex;
+  CerrToDebug quiet;
   ck::check_graph(proto.graph(), ctx, lex);
   if (proto.ir_version() >= 8) ck::check_model_local_functions(proto, ctx, lex);
 }

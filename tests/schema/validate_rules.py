@@ -32,7 +32,7 @@ bundled = json.loads(subprocess.run([graphrw, "schema"], check=True, capture_out
 Draft202012Validator.check_schema(bundled)
 bundled_validator = Draft202012Validator(bundled)
 
-examples = sorted((root / "examples").glob("*.json"))
+examples = sorted((root / "examples").glob("*.json")) + sorted((root / "bench" / "rules").glob("*.json"))
 result(len(examples) > 0, "examples/ has rule files")
 for p in examples:
     doc = json.loads(p.read_text())
