@@ -6,7 +6,7 @@ cache warm, dirty pages flushed (untimed) before each run. Each command runs
 under graphrw-bench-spawn (posix_spawn + wait4), so time and peak RSS are the
 command's own, not this script's.
 
-  bench/run.py [--build build] [--runs 5] [--only io|external|scaling] [--json out.json]
+  bench/run.py [--build build] [--runs 5] [--only io|external|scaling] [--overwrite] [--json out.json]
 """
 import argparse, json, os, shutil, statistics, subprocess, sys
 
@@ -56,13 +56,22 @@ def io_bench(args, out):
                                "--seq", "128", "--batch", "1"])
     size = os.path.getsize(model)
     warm(model)
+    outputs = [os.path.join(out, n) for n in ("copy.onnx", "converted.onnx", "expanded.onnx")]
+
+    def fresh():
+        # Each command writes a new file (as a batch conversion into an empty folder
+        # does); --overwrite keeps the previous run's outputs so each replaces one.
+        if not args.overwrite:
+            for f in outputs:
+                if os.path.exists(f):
+                    os.remove(f)
     res = measure(spawn, {
-        "cp": ["cp", model, os.path.join(out, "copy.onnx")],
-        "convert": [g, "-q", "convert", model, "-o", os.path.join(out, "converted.onnx")],
-        "expand": [g, "-q", "expand", model, "-o", os.path.join(out, "expanded.onnx")],
-    }, args.runs)
+        "cp": ["cp", model, outputs[0]],
+        "convert": [g, "-q", "convert", model, "-o", outputs[1]],
+        "expand": [g, "-q", "expand", model, "-o", outputs[2]],
+    }, args.runs, before=fresh)
     base = res["cp"]["median_s"]
-    return {"model": "bert-base (12 layers, hidden 768, embedded weights)", "bytes": size,
+    return {"model": "bert-base (12 layers, hidden 768, embedded weights)" + (", outputs replaced" if args.overwrite else ", fresh outputs"), "bytes": size,
             "results": {k: dict(v, ratio_to_cp=v["median_s"] / base, rss_fraction_of_file=v["peak_rss_bytes"] / size)
                         for k, v in res.items()}}
 
@@ -121,6 +130,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--only", choices=["io", "external", "scaling"])
+    ap.add_argument("--overwrite", action="store_true", help="io: each run replaces the previous run's output")
     ap.add_argument("--json")
     args = ap.parse_args()
     out = os.path.join(ROOT, "bench", "out")

@@ -1,5 +1,7 @@
 #include "wire.h"
 
+#include <cstring>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -333,6 +335,39 @@ Piece payloadPiece(const Bytes& bytes) {
     p.offset = static_cast<uint64_t>(bytes.data - bytes.owner->data());
   }
   return p;
+}
+
+std::vector<Piece> coalesce(const std::vector<Piece>& pieces, size_t maxCompare) {
+  std::vector<Piece> out;
+  out.reserve(pieces.size());
+  for (Piece p : pieces) {
+    if (p.file) {
+      const char* base = p.file->data();
+      while (!out.empty() && !out.back().file && out.back().size <= p.offset && out.back().size <= maxCompare &&
+             std::memcmp(out.back().data, base + p.offset - out.back().size, out.back().size) == 0) {
+        p.offset -= out.back().size;
+        p.data -= out.back().size;
+        p.size += out.back().size;
+        out.pop_back();
+      }
+      if (!out.empty() && out.back().file == p.file && out.back().offset + out.back().size == p.offset) {
+        out.back().size += p.size;
+        continue;
+      }
+      out.push_back(p);
+      continue;
+    }
+    if (!out.empty() && out.back().file && p.size <= maxCompare) {
+      Piece& f = out.back();
+      uint64_t end = f.offset + f.size;
+      if (end + p.size <= f.file->size() && std::memcmp(p.data, f.file->data() + end, p.size) == 0) {
+        f.size += p.size;
+        continue;
+      }
+    }
+    out.push_back(p);
+  }
+  return out;
 }
 
 Spliced splicePayloads(std::string_view serialized, const std::vector<Bytes>& payloads) {

@@ -88,6 +88,12 @@ class Spliced {
   uint64_t size = 0;
   std::deque<std::string> headers;  // owns the re-encoded tags and lengths the pieces point at
 };
+// Merges file-backed pieces with their neighbours where the output is the
+// input's own bytes: a memory piece equal to the bytes right after (or right
+// before) a file piece in that file, and file pieces that are contiguous in it.
+// An unchanged model then copies as one range, in the kernel. Memory pieces
+// over `maxCompare` bytes are never compared.
+std::vector<Piece> coalesce(const std::vector<Piece>& pieces, size_t maxCompare = 16u << 20);
 // `serialized` must outlive the result; so must the payloads' owners.
 Spliced splicePayloads(std::string_view serialized, const std::vector<Bytes>& payloads);
 

@@ -244,7 +244,8 @@ void copyFilePiece(int out, const wire::Piece& piece, const std::string& what) {
   }
 }
 
-void writePieces(int fd, const std::vector<wire::Piece>& pieces, const std::string& what) {
+void writePieces(int fd, const std::vector<wire::Piece>& given, const std::string& what) {
+  const std::vector<wire::Piece> pieces = wire::coalesce(given);
   std::vector<iovec> iov;
   iov.reserve(std::min<size_t>(pieces.size(), IOV_MAX));
   size_t i = 0;
