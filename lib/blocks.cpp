@@ -69,7 +69,7 @@ void fillBoundary(Graph& g, Block& b) {
 
 std::vector<Block> findBlocks(Graph& g, const SelectorSet& select, std::set<std::string>* hits) {
   std::vector<Block> blocks;
-  std::map<std::string, size_t> byScope;
+  std::unordered_map<std::string, size_t> byScope;  // blocks keeps first-seen order
   uint64_t pos = 0;
   for (const auto& owned : g.nodes()) {
     Node* n = owned.get();

@@ -2,6 +2,8 @@
 // (context-dependent function bodies, outlining's equivalence test).
 #pragma once
 
+#include <vector>
+
 #include "ir.h"
 
 namespace graphrw {
@@ -10,5 +12,8 @@ namespace graphrw {
 // type ONNX's shape inference finds (function bodies are left alone).
 // Inference failures are logged at debug level and leave types unknown.
 void inferMissingTypes(ir::Model& model);
+// The same for the given values only (values of the main graph or its subgraphs);
+// cheaper on large models when a pass needs a few types.
+void inferMissingTypes(ir::Model& model, const std::vector<ir::Value*>& wanted);
 
 }  // namespace graphrw

@@ -357,6 +357,12 @@ onnx::ModelProto toProto(const Model& model) {
   return materialized<onnx::ModelProto>([&](ProtoBuilder& b, onnx::ModelProto& p) { b.model(model, p); });
 }
 
+void buildProtoWithoutPayloads(const Model& model, onnx::ModelProto& out) {
+  WriteOptions options;
+  ProtoBuilder builder(false, options, false, nullptr);
+  builder.model(model, out);
+}
+
 onnx::FunctionProto functionToProto(const Function& function) {
   return materialized<onnx::FunctionProto>([&](ProtoBuilder& b, onnx::FunctionProto& p) { b.functionOnly(function, p); });
 }

@@ -38,6 +38,10 @@ WriteResult writeModel(ir::Model& model, const std::string& path, const WriteOpt
 // The model as one protobuf message with every payload copied in (external
 // tensors stay external). For the checker, shape inference and tests.
 onnx::ModelProto toProto(const ir::Model& model);
+// The same without tensor payloads of 64 bytes or more (their raw_data is left
+// empty): for shape inference, which needs types and shapes, not weights.
+// `out` may live on a protobuf Arena (large models: no per-message frees).
+void buildProtoWithoutPayloads(const ir::Model& model, onnx::ModelProto& out);
 
 // One function as a FunctionProto with payloads copied in.
 onnx::FunctionProto functionToProto(const ir::Function& function);

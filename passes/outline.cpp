@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -21,6 +22,19 @@ namespace {
 using namespace ir;
 
 constexpr const char* kOutline = "__outline";
+
+// Phase times at debug level (-v), for profiling large models.
+class Stopwatch {
+ public:
+  void lap(const char* what) {
+    auto now = std::chrono::steady_clock::now();
+    spdlog::debug("outline: {} {:.3f}s", what, std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
 constexpr const char* kIpu = "__ipu_number";
 
 std::string typeKey(const Value* v) {
@@ -66,7 +80,7 @@ class OutlinePass final : public Pass {
     rw_ = &context.rewriter;
     auto before = ModelUsage::of(model);
     size_t mainBefore = model.graph().nodeCount();
-    if (options_.mode != OutlineOptions::Mode::Attributes) inferMissingTypes(model);
+    Stopwatch clock;
 
     std::vector<Graph*> graphs;
     model.walkGraphs([&](Graph& g) { graphs.push_back(&g); });
@@ -80,6 +94,7 @@ class OutlinePass final : public Pass {
         work_.push_back({g, std::move(b), scoped, 0, std::nullopt});
       }
     }
+    clock.lap("blocks");
     for (const auto& sel : options_.select.any)
       if (!hits.count(sel.str())) {
         std::string msg = "outline: selector '" + sel.str() + "' matched no node";
@@ -88,6 +103,14 @@ class OutlinePass final : public Pass {
       }
     context.matched = work_.size();
     context.details["blocks"] = work_.size();
+    if (options_.mode != OutlineOptions::Mode::Attributes) {
+      // Input types decide which blocks may share a body: ONNX's shape
+      // inference fills in those the model does not give.
+      std::vector<Value*> inputs;
+      for (const auto& w : work_) inputs.insert(inputs.end(), w.block.inputs.begin(), w.block.inputs.end());
+      inferMissingTypes(model, inputs);
+      clock.lap("types");
+    }
 
     if (options_.mode == OutlineOptions::Mode::Attributes) {
       size_t marked = 0;
@@ -119,7 +142,9 @@ class OutlinePass final : public Pass {
       checkBlock(w);
       kept.push_back(i);
     }
+    clock.lap("checks");
     groupBlocks(kept);
+    clock.lap("grouping");
     for (auto& group : groups_) build(group);
     std::set<Graph*> touched;
     size_t saved = 0;
@@ -128,8 +153,11 @@ class OutlinePass final : public Pass {
       emit(work_[i]);
       touched.insert(work_[i].graph);
     }
+    clock.lap("calls");
     for (Graph* g : touched) rw_->sortTopologically(*g);
+    clock.lap("sort");
     auto removed = pruneUnused(model, before);
+    clock.lap("prune");
 
     nlohmann::json callees = nlohmann::json::object();
     for (const auto& group : groups_)
@@ -198,9 +226,15 @@ class OutlinePass final : public Pass {
     for (size_t k = 0; k < b.nodes.size(); ++k) {
       const Node& n = *b.nodes[k];
       sig += "N" + n.domain() + "|" + n.opType() + "|" + n.overload() + "|";
-      onnx::NodeProto p = nodeToProto(n);
       std::vector<std::string> attrs;
-      for (const auto& a : p.attribute()) attrs.push_back(a.SerializeAsString());
+      bool nested = false;
+      for (const auto& a : n.attributes()) nested |= a.t || !a.tensors.empty() || a.g || !a.graphs.empty();
+      if (nested) {
+        onnx::NodeProto p = nodeToProto(n);  // tensors and subgraphs, as written
+        for (const auto& a : p.attribute()) attrs.push_back(a.SerializeAsString());
+      } else {
+        for (const auto& a : n.attributes()) attrs.push_back(a.proto.SerializeAsString());
+      }
       std::sort(attrs.begin(), attrs.end());
       for (const auto& a : attrs) sig += std::to_string(a.size()) + ":" + a;
       sig += "(";
@@ -222,7 +256,8 @@ class OutlinePass final : public Pass {
   }
 
   void groupBlocks(const std::vector<size_t>& kept) {
-    std::map<std::string, size_t> bySignature;
+    std::unordered_map<std::string, size_t> bySignature;  // groups_ keeps first-seen order: deterministic
+    bySignature.reserve(kept.size());
     for (size_t i : kept) {
       std::string sig = signature(work_[i].block);
       // A block whose input types are unknown (inside a function body) shares
