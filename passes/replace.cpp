@@ -119,25 +119,10 @@ class ReplacePass final : public Pass {
   // ---- op replacement ------------------------------------------------------
   OpPlan plan(const Replacement& r, Node& n) {
     std::string where = r.where + ": " + label(n);
-    Graph& g = *n.graph();
-    auto scope = scopeOpsets(*model_, g);
-    OpPlan p{&n, isDefaultDomain(r.domain) ? "" : r.domain, r.opType, r.version, false, {}, {}, {}, {}, {}, {}};
-    auto imported = scope.find(p.domain);
-    if (imported != scope.end()) {
-      if (p.version && p.version != imported->second)
-        usageError(where + ": the target asks for " + displayOp(p.domain, "") + " version " + std::to_string(p.version) +
-                   " but the node's scope imports version " + std::to_string(imported->second));
-      p.version = imported->second;
-    } else {
-      if (!p.version) p.version = p.domain == "ai.graphcore" ? graphcoreOpsData()["version"].get<int64_t>() : 1;
-      p.importDomain = true;
-    }
-    const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(p.opType, static_cast<int>(p.version), p.domain);
-    const Function* fn = schema ? nullptr : model_->findFunction(p.domain, p.opType);
-    if (!schema && !fn && !options_.allowUnknownOp)
-      usageError(where + ": unknown target op " + displayOp(p.domain, p.opType) + " (opset version " +
-                 std::to_string(p.version) + "): no ONNX schema, no ai.graphcore data, no local function; "
-                 "--allow-unknown-op / allow_unknown_op writes it anyway");
+    const Resolved& t = resolve(r, *n.graph(), where);
+    OpPlan p{&n, t.domain, r.opType, t.version, t.importDomain, {}, {}, {}, {}, {}, {}};
+    const onnx::OpSchema* schema = t.schema;
+    const Function* fn = t.function;
 
     // Inputs.
     if (r.inputs) {
@@ -257,6 +242,40 @@ class ReplacePass final : public Pass {
           usageError(where + ": " + displayOp(p.domain, p.opType) + " requires attribute '" + name + "' (" +
                      attributeTypeName(attr.type) + "); add it with set");
     return p;
+  }
+
+  // The target op as seen from one scope, worked out once per (replacement, graph).
+  struct Resolved {
+    std::string domain;
+    int64_t version = 0;
+    bool importDomain = false;
+    const onnx::OpSchema* schema = nullptr;
+    const Function* function = nullptr;
+  };
+  const Resolved& resolve(const Replacement& r, Graph& g, const std::string& where) {
+    auto key = std::make_pair(&r, &g);
+    if (auto it = resolved_.find(key); it != resolved_.end()) return it->second;
+    auto scope = scopeOpsets(*model_, g);
+    Resolved t;
+    t.domain = isDefaultDomain(r.domain) ? "" : r.domain;
+    t.version = r.version;
+    auto imported = scope.find(t.domain);
+    if (imported != scope.end()) {
+      if (t.version && t.version != imported->second)
+        usageError(where + ": the target asks for " + displayOp(t.domain, "") + " version " + std::to_string(t.version) +
+                   " but the node's scope imports version " + std::to_string(imported->second));
+      t.version = imported->second;
+    } else {
+      if (!t.version) t.version = t.domain == "ai.graphcore" ? graphcoreOpsData()["version"].get<int64_t>() : 1;
+      t.importDomain = true;
+    }
+    t.schema = onnx::OpSchemaRegistry::Schema(r.opType, static_cast<int>(t.version), t.domain);
+    t.function = t.schema ? nullptr : model_->findFunction(t.domain, r.opType);
+    if (!t.schema && !t.function && !options_.allowUnknownOp)
+      usageError(where + ": unknown target op " + displayOp(t.domain, r.opType) + " (opset version " +
+                 std::to_string(t.version) + "): no ONNX schema, no ai.graphcore data, no local function; "
+                 "--allow-unknown-op / allow_unknown_op writes it anyway");
+    return resolved_.emplace(key, std::move(t)).first->second;
   }
 
   static std::string arity(int lo, int hi) {
@@ -501,6 +520,7 @@ class ReplacePass final : public Pass {
   Rewriter* rw_ = nullptr;
   size_t matched_ = 0, folded_ = 0, created_ = 0;
   std::map<const Replacement*, std::unique_ptr<Function>> templates_;
+  std::map<std::pair<const Replacement*, const Graph*>, Resolved> resolved_;
   std::vector<Node*> fromTemplates_;
   std::unordered_set<Node*> erasedByTemplates_;
   std::unordered_map<const Value*, HostTensor> hostCache_;
