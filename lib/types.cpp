@@ -2,7 +2,6 @@
 
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
-#include <google/protobuf/arena.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
