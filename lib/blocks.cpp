@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <spdlog/spdlog.h>
+
 #include "error.h"
 
 namespace graphrw {
@@ -48,6 +50,16 @@ void collectReads(const Graph& g, Node* n, const std::unordered_set<const Node*>
 }
 
 }  // namespace
+
+void requireMatches(const std::string& pass, const SelectorSet& select, const std::set<std::string>& hits,
+                    bool allowNoMatch) {
+  for (const auto& sel : select.any)
+    if (!hits.count(sel.str())) {
+      std::string msg = pass + ": selector '" + sel.str() + "' matched no node";
+      if (!allowNoMatch) usageError(msg + " (allow_no_match / --allow-no-match makes this a warning)");
+      spdlog::warn(msg);
+    }
+}
 
 void fillBoundary(Graph& g, Block& b) {
   b.inputs.clear();

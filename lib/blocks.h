@@ -28,6 +28,11 @@ struct Block {
 // `hits` receives the str() of each selector that matched something.
 std::vector<Block> findBlocks(ir::Graph& g, const SelectorSet& select, std::set<std::string>* hits = nullptr);
 
+// A selector of `select` that findBlocks never hit is an error (Usage) naming
+// the pass, or a warning when `allowNoMatch`.
+void requireMatches(const std::string& pass, const SelectorSet& select, const std::set<std::string>& hits,
+                    bool allowNoMatch);
+
 // Computes b.inputs and b.outputs from b.nodes (nodes of g, in graph order).
 void fillBoundary(ir::Graph& g, Block& b);
 

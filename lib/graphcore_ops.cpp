@@ -75,8 +75,7 @@ void call(InferenceContext& ctx) {
 }
 
 onnx::AttributeProto_AttributeType attributeType(const std::string& name) {
-  for (int t = 0; t <= 14; ++t)
-    if (name == ir::attributeTypeName(t)) return static_cast<onnx::AttributeProto_AttributeType>(t);
+  if (auto t = ir::attributeTypeFromName(name)) return *t;
   throw std::logic_error("schemas/graphcore-ops.json: unknown attribute type " + name);
 }
 

@@ -375,4 +375,10 @@ const char* attributeTypeName(int t) {
   }
 }
 
+std::optional<onnx::AttributeProto_AttributeType> attributeTypeFromName(std::string_view name) {
+  for (int t = 0; t <= 14; ++t)
+    if (name == attributeTypeName(t)) return static_cast<onnx::AttributeProto_AttributeType>(t);
+  return std::nullopt;
+}
+
 }  // namespace graphrw::ir

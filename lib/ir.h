@@ -395,5 +395,7 @@ bool isDefaultDomain(std::string_view domain);
 size_t elementSize(int32_t dataType);
 const char* dataTypeName(int32_t dataType);
 const char* attributeTypeName(int type);
+// The inverse of attributeTypeName ("FLOAT" -> FLOAT); nothing for an unknown name.
+std::optional<onnx::AttributeProto_AttributeType> attributeTypeFromName(std::string_view name);
 
 }  // namespace graphrw::ir

@@ -18,18 +18,13 @@ const nlohmann::json& table() {
   return t;
 }
 
-std::optional<onnx::AttributeProto_AttributeType> typeFromName(const std::string& name) {
-  for (int t = 0; t <= 14; ++t)
-    if (name == ir::attributeTypeName(t)) return static_cast<onnx::AttributeProto_AttributeType>(t);
-  return std::nullopt;
-}
 
 }  // namespace
 
 std::optional<onnx::AttributeProto_AttributeType> expectedType(const std::string& name) {
   auto it = table().find(name);
   if (it == table().end()) return std::nullopt;
-  return typeFromName((*it)["type"].get<std::string>());
+  return ir::attributeTypeFromName((*it)["type"].get<std::string>());
 }
 
 std::vector<std::string> checkAttribute(const onnx::AttributeProto& a) {
@@ -37,7 +32,7 @@ std::vector<std::string> checkAttribute(const onnx::AttributeProto& a) {
   auto it = table().find(a.name());
   if (it == table().end()) return problems;
   const auto& spec = *it;
-  auto expected = typeFromName(spec["type"].get<std::string>());
+  auto expected = ir::attributeTypeFromName(spec["type"].get<std::string>());
   if (expected && a.type() != *expected) {
     problems.push_back("attribute '" + a.name() + "' is " + ir::attributeTypeName(a.type()) + " but PopART reads it as " +
                        ir::attributeTypeName(*expected));

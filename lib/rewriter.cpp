@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "error.h"
+#include "loader.h"
 
 namespace graphrw::ir {
 
@@ -139,21 +140,22 @@ void Rewriter::reshapeOutputs(Node* n, const std::vector<int>& from, const std::
 }
 
 void Rewriter::setAttribute(Node* n, onnx::AttributeProto attribute) {
-  if (attribute.has_g() || attribute.graphs_size() > 0)
-    fail(ExitCode::Internal, "setAttribute: GRAPH attribute '" + attribute.name() + "' on node '" + n->name() + "'");
-  Attribute a;
-  if (attribute.has_t()) {
-    a.t = std::make_unique<Tensor>(attribute.t());
-    attribute.clear_t();
-  }
-  for (const auto& t : attribute.tensors()) a.tensors.emplace_back(t);
-  attribute.clear_tensors();
-  a.proto = std::move(attribute);
+  // Tensors and subgraphs become IR objects exactly as the loader builds them.
+  Attribute a = buildAttribute(model_, *n->graph(), n, std::move(attribute));
   auto& attrs = n->attributes();
   auto it = std::find_if(attrs.begin(), attrs.end(), [&](const Attribute& x) { return x.name() == a.name(); });
   if (it != attrs.end()) *it = std::move(a);
   else attrs.push_back(std::move(a));
   counts_.nodesChanged++;
+}
+
+bool Rewriter::renameAttribute(Node* n, const std::string& from, const std::string& to) {
+  Attribute* a = n->attribute(from);
+  if (!a || from == to) return a != nullptr;
+  if (n->attribute(to)) fail(ExitCode::Internal, "renameAttribute: node '" + n->name() + "' has '" + to + "' already");
+  a->proto.set_name(to);
+  counts_.nodesChanged++;
+  return true;
 }
 
 bool Rewriter::removeAttribute(Node* n, const std::string& name) {

@@ -52,9 +52,11 @@ class Rewriter {
   // value named fresh[i] (from[i] < 0, fresh[i] not empty) or missing. Old
   // outputs not kept must be unused; they are erased.
   void reshapeOutputs(Node* n, const std::vector<int>& from, const std::vector<std::string>& fresh);
-  // Sets (adds or replaces) an attribute; a TENSOR value becomes an IR tensor.
-  // GRAPH attributes are built by the loader or the inliner, not here.
+  // Sets (adds or replaces) an attribute; tensors and subgraphs (a Call's
+  // callee) become IR objects as the loader builds them.
   void setAttribute(Node* n, onnx::AttributeProto attribute);
+  // Renames an attribute in place; returns whether the node had it.
+  bool renameAttribute(Node* n, const std::string& from, const std::string& to);
   // Removes an attribute; returns whether it was there.
   bool removeAttribute(Node* n, const std::string& name);
   void markChanged(Node*) { counts_.nodesChanged++; }

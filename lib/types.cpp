@@ -22,6 +22,8 @@ namespace {
 
 // Runs ONNX's shape inference on the main graph; calls `give(name, type)` for
 // every value name it found a type for when `wantedName(name)` says so.
+using Untyped = std::unordered_map<std::string_view, std::vector<Value*>>;
+
 template <typename Wanted, typename Give>
 void infer(Model& model, Wanted wantedName, Give give) {
   registerGraphcoreOps();
@@ -52,20 +54,25 @@ void infer(Model& model, Wanted wantedName, Give give) {
   spdlog::debug("types: collected {:.3f}s", since());
 }
 
-}  // namespace
-
-void inferMissingTypes(Model& model) {
-  // Every untyped value of the main graph and its subgraphs, by name.
-  std::unordered_map<std::string_view, std::vector<Value*>> untyped;
-  model.graph().walkGraphs([&](Graph& g) {
-    for (const auto& v : g.values())
-      if (!v->type()) untyped[v->name()].push_back(v.get());
-  });
+// Types from ONNX's whole-model inference for the values listed by name.
+void inferNamed(Model& model, Untyped& untyped) {
   infer(model, [&](const std::string& name) { return untyped.count(name) > 0; },
         [&](const std::string& name, const onnx::TypeProto& type) {
           for (Value* v : untyped[name])
             if (!v->type()) v->setType(type);
         });
+}
+
+}  // namespace
+
+void inferMissingTypes(Model& model) {
+  // Every untyped value of the main graph and its subgraphs, by name.
+  Untyped untyped;
+  model.graph().walkGraphs([&](Graph& g) {
+    for (const auto& v : g.values())
+      if (!v->type()) untyped[v->name()].push_back(v.get());
+  });
+  inferNamed(model, untyped);
 }
 
 namespace {
@@ -178,15 +185,10 @@ void inferMissingTypes(Model& model, const std::vector<Value*>& wanted) {
   inferOnIr(model);
   // What the per-node pass cannot type (calls of local functions, values in
   // subgraphs) goes through ONNX's whole-model inference.
-  std::unordered_map<std::string_view, std::vector<Value*>> untyped;
+  Untyped untyped;
   for (Value* v : wanted)
     if (v && !v->type()) untyped[v->name()].push_back(v);
-  if (untyped.empty()) return;
-  infer(model, [&](const std::string& name) { return untyped.count(name) > 0; },
-        [&](const std::string& name, const onnx::TypeProto& type) {
-          for (Value* v : untyped[name])
-            if (!v->type()) v->setType(type);
-        });
+  if (!untyped.empty()) inferNamed(model, untyped);
 }
 
 }  // namespace graphrw

@@ -42,12 +42,7 @@ class CheckpointPass final : public Pass {
         if ((i + 1) % options_.every == 0) kept.push_back(std::move(blocks[i]));
       if (!kept.empty()) work.emplace_back(g, std::move(kept));
     }
-    for (const auto& sel : options_.after.any)
-      if (!hits_.count(sel.str())) {
-        std::string msg = "checkpoint: selector '" + sel.str() + "' matched no node";
-        if (!options_.allowNoMatch) usageError(msg + " (allow_no_match / --allow-no-match makes this a warning)");
-        spdlog::warn(msg);
-      }
+    requireMatches("checkpoint", options_.after, hits_, options_.allowNoMatch);
     for (auto& [g, blocks] : work)
       for (const Block& b : blocks) {
         selected_++;

@@ -57,8 +57,7 @@ std::string sanitize(const std::string& key) {
 struct Group {
   std::string callee;
   std::vector<size_t> blocks;  // indices into work_
-  onnx::GraphProto body;       // call mode
-  Function* function = nullptr;
+  onnx::GraphProto body;  // call mode
   size_t bodyNodes = 0;
 };
 
@@ -95,12 +94,7 @@ class OutlinePass final : public Pass {
       }
     }
     clock.lap("blocks");
-    for (const auto& sel : options_.select.any)
-      if (!hits.count(sel.str())) {
-        std::string msg = "outline: selector '" + sel.str() + "' matched no node";
-        if (!options_.allowNoMatch) usageError(msg + " (allow_no_match / --allow-no-match makes this a warning)");
-        spdlog::warn(msg);
-      }
+    requireMatches("outline", options_.select, hits, options_.allowNoMatch);
     context.matched = work_.size();
     context.details["blocks"] = work_.size();
     if (options_.mode != OutlineOptions::Mode::Attributes) {
@@ -268,7 +262,7 @@ class OutlinePass final : public Pass {
           break;
         }
       auto [it, fresh] = bySignature.emplace(sig, groups_.size());
-      if (fresh) groups_.push_back({"", {}, {}, nullptr, work_[i].block.nodes.size()});
+      if (fresh) groups_.push_back({"", {}, {}, work_[i].block.nodes.size()});
       groups_[it->second].blocks.push_back(i);
       work_[i].group = it->second;
     }
@@ -388,7 +382,7 @@ class OutlinePass final : public Pass {
         op->set_domain(d);
         op->set_version(it->second);
       }
-    group.function = model_->addFunction(buildFunction(*model_, std::move(fp)));
+    model_->addFunction(buildFunction(*model_, std::move(fp)));
   }
 
   // Value names read by a node and by nodes in its subgraphs (free names only: inner names are not in the map).
@@ -426,8 +420,7 @@ class OutlinePass final : public Pass {
       callee.set_name("callee");
       callee.set_type(onnx::AttributeProto::GRAPH);
       *callee.mutable_g() = group.body;
-      call->attributes().push_back(buildAttribute(*model_, g, call, std::move(callee)));
-      rw_->markChanged(call);
+      rw_->setAttribute(call, std::move(callee));
       if (w.ipu) {
         onnx::AttributeProto ipu;
         ipu.set_name(kIpu);

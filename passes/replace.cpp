@@ -208,7 +208,8 @@ class ReplacePass final : public Pass {
         p.drop.push_back(a.name());
         continue;
       }
-      present.insert(target);
+      if (!present.insert(target).second)
+        usageError(where + ": two of the node's attributes would both be named '" + target + "' (check rename)");
       auto expected = expectedAttributeType(schema, target);
       if (!expected || a.isRef() || a.g || !a.graphs.empty() || a.t || *expected == a.type()) continue;
       onnx::AttributeProto proto = a.proto;
@@ -301,11 +302,7 @@ class ReplacePass final : public Pass {
     rw_->setInputs(n, inputs);
     rw_->reshapeOutputs(n, p.outputs, p.freshOutputs);
     for (const auto& name : p.drop) rw_->removeAttribute(n, name);
-    for (const auto& [from, to] : p.renames)
-      if (Attribute* a = n->attribute(from)) {
-        a->proto.set_name(to);
-        rw_->markChanged(n);
-      }
+    for (const auto& [from, to] : p.renames) rw_->renameAttribute(n, from, to);
     for (auto& a : p.sets) rw_->setAttribute(n, a);
   }
 
@@ -313,12 +310,7 @@ class ReplacePass final : public Pass {
   Value* constant(Graph& g, Node* before, const HostTensor& t, const std::string& name) {
     if (canHoldInitializers(*model_, g)) {
       Value* v = g.addFreshValue(name);
-      auto tensor = std::make_unique<Tensor>(toTensorProto(t, v->name()));
-      onnx::TypeProto type;
-      type.mutable_tensor_type()->set_elem_type(t.type);
-      for (int64_t d : t.dims) type.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
-      v->setType(type);
-      g.addInitializer(v, std::move(tensor));
+      g.addInitializer(v, std::make_unique<Tensor>(toTensorProto(t, v->name())));  // its type comes from the tensor
       created_++;
       return v;
     }
@@ -424,7 +416,6 @@ class ReplacePass final : public Pass {
 
   void foldWeights() {
     std::erase_if(fromTemplates_, [&](Node* n) { return erasedByTemplates_.count(n) > 0; });
-    std::unordered_set<Node*> alive(fromTemplates_.begin(), fromTemplates_.end());
     std::unordered_set<Node*> done;
     for (Node* n : fromTemplates_) {
       if (!isFoldable(*n)) continue;
@@ -484,12 +475,11 @@ class ReplacePass final : public Pass {
     // Folded nodes, then the template Constants only they read, last first.
     for (auto it = fromTemplates_.rbegin(); it != fromTemplates_.rend(); ++it) {
       Node* n = *it;
-      if (!done.count(n) && !(alive.count(n) && n->opType() == "Constant" && isDefaultDomain(n->domain()))) continue;
+      if (!done.count(n) && !(n->opType() == "Constant" && isDefaultDomain(n->domain()))) continue;
       bool unused = true;
       for (Value* v : n->outputs())
         if (v && (!v->uses().empty() || v->graphOutputCount() > 0)) unused = false;
       if (!unused) continue;
-      alive.erase(n);
       rw_->eraseNode(n);
     }
     hostCache_.clear();

@@ -325,6 +325,30 @@ main (bool c, float[2,3] X) => (float[2,3] Y) {
   checkValid(*model);
 }
 
+TEST_CASE("rename carries an attribute over under the target's name", "[replace]") {
+  auto proto = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (float[4] X) => (float[4] Y) {
+  Y = HardSigmoid <alpha = 0.5, beta = 0.25> (X)
+}
+)");
+  proto.mutable_graph()->mutable_node(0)->set_name("hs");
+  auto r = opRule("name=hs", "LeakyRelu");
+  r.rename = {{"alpha", "unused"}, {"beta", "alpha"}};
+  auto model = runReplace(proto, {r});
+  auto out = toProto(*model);
+  const auto& n = out.graph().node(0);
+  CHECK(n.op_type() == "LeakyRelu");
+  REQUIRE(n.attribute_size() == 1);
+  CHECK(n.attribute(0).name() == "alpha");
+  CHECK(n.attribute(0).f() == 0.25f);  // beta's value, not alpha's
+  checkValid(*model);
+
+  auto clash = opRule("name=hs", "LeakyRelu");
+  clash.rename = {{"beta", "alpha"}};
+  CHECK_THROWS_WITH(runReplace(proto, {clash}), Catch::Contains("node 'hs'") && Catch::Contains("would both be named 'alpha'"));
+}
+
 TEST_CASE("replacing with ai.graphcore ops: registered schemas, PopART attribute types, opset import", "[replace][graphcore]") {
   auto proto = seedM2();
   std::vector<passes::Replacement> rules;

@@ -104,3 +104,86 @@ main (float[4] X) => (float[4] Y) {
   CHECK(g.valueInfo().empty());
   CHECK(verify(*model).empty());
 }
+
+TEST_CASE("rewriter attribute edits: tensors and subgraphs built as the loader builds them, renames", "[rewriter]") {
+  auto model = loadModel(test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (float[2] X) => (float[2] Y) {
+  Y = Neg (X)
+}
+)"));
+  Graph& g = model->graph();
+  Rewriter rw(*model);
+  Node* neg = g.nodes().front().get();
+
+  onnx::AttributeProto callee;
+  callee.set_name("callee");
+  callee.set_type(onnx::AttributeProto::GRAPH);
+  auto* body = callee.mutable_g();
+  body->set_name("body");
+  body->add_input()->set_name("b_in");
+  body->add_output()->set_name("b_out");
+  auto* inner = body->add_node();
+  inner->set_op_type("Abs");
+  inner->add_input("b_in");
+  inner->add_output("b_out");
+  rw.setAttribute(neg, callee);
+  REQUIRE(neg->subgraphs().size() == 1);
+  Graph* sub = neg->subgraphs()[0];
+  CHECK(sub->parentNode() == neg);
+  CHECK(sub->parent() == &g);
+  CHECK(sub->nodeCount() == 1);
+  CHECK(sub->residual().name() == "body");
+
+  onnx::AttributeProto value;
+  value.set_name("value");
+  value.set_type(onnx::AttributeProto::TENSOR);
+  value.mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  value.mutable_t()->add_float_data(1.5f);
+  rw.setAttribute(neg, value);
+  REQUIRE(neg->attribute("value")->t);
+  CHECK(neg->attribute("value")->t->proto().float_data(0) == 1.5f);
+
+  size_t before = rw.counts().nodesChanged;
+  CHECK(rw.renameAttribute(neg, "value", "other"));
+  CHECK(neg->attribute("value") == nullptr);
+  CHECK(neg->attribute("other") != nullptr);
+  CHECK_FALSE(rw.renameAttribute(neg, "missing", "x"));
+  CHECK_THROWS(rw.renameAttribute(neg, "other", "callee"));
+  CHECK(rw.counts().nodesChanged == before + 1);
+  CHECK(verify(*model).empty());
+}
+
+TEST_CASE("rewriter reshapes outputs and restores topological order", "[rewriter]") {
+  auto model = loadModel(test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (float[4] X) => (float[4] Y) {
+  a, b = Split <num_outputs = 2> (X)
+  Y = Neg (a)
+}
+)"));
+  Graph& g = model->graph();
+  Rewriter rw(*model);
+  Node* split = g.nodes().front().get();
+  Value* a = split->output(0);
+  // Keep output 0, drop the unused output 1, add a fresh third one.
+  rw.reshapeOutputs(split, {0, -1, -1}, {"", "", "extra"});
+  CHECK(split->output(0) == a);
+  CHECK(split->output(1) == nullptr);
+  REQUIRE(split->output(2) != nullptr);
+  CHECK(split->output(2)->name() == "extra");
+  CHECK(split->output(2)->producer() == split);
+  CHECK(g.findLocal("b") == nullptr);
+  CHECK_THROWS(rw.reshapeOutputs(split, {-1, -1, 2}, {}));  // output 0 is read by Neg
+
+  // A node created at the end that the first node reads: sorting moves it first.
+  Node* neg = g.nodes().back().get();
+  Node* abs = rw.createNode(g, nullptr, {"abs", "Abs", "", {g.findLocal("X")}, {"ax"}});
+  rw.setInput(split, 0, abs->output(0));
+  CHECK_FALSE(verify(*model).empty());
+  CHECK(rw.sortTopologically(g));
+  CHECK(g.nodes().front().get() == abs);
+  CHECK(g.nodes().back().get() == neg);  // otherwise the order stays
+  CHECK(verify(*model).empty());
+  CHECK_FALSE(rw.sortTopologically(g));
+}
