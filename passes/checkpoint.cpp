@@ -24,13 +24,12 @@ onnx::AttributeProto intAttribute(const std::string& name, int64_t value) {
   return a;
 }
 
-class CheckpointPass final : public Pass {
+// One run over one model: the pass's per-run state.
+class CheckpointRun {
  public:
-  explicit CheckpointPass(CheckpointOptions options) : options_(std::move(options)) {}
-  std::string name() const override { return "checkpoint"; }
+  CheckpointRun(const CheckpointOptions& options, Rewriter& rw) : options_(options), rw_(&rw) {}
 
-  void run(Model& model, PassContext& context) override {
-    rw_ = &context.rewriter;
+  void run(Model& model, PassContext& context) {
     model.walkGraphs([&](Graph& g) { graphs_.push_back(&g); });
     // Blocks are found before any edit: a checkpoint added in one graph is not a match in another.
     std::vector<std::pair<Graph*, std::vector<Block>>> work;
@@ -114,18 +113,28 @@ class CheckpointPass final : public Pass {
     patterns.add_strings("PostNRepl");
     rw_->setAttribute(id, patterns);
     Value* out = id->output(0);
-    if (v->type()) out->setType(*v->type());
+    if (v->type()) rw_->setType(out, *v->type());
     for (const Use& u : outside) rw_->setInput(u.node, static_cast<size_t>(u.index), out);
     for (size_t i = 0; i < g.outputs().size(); ++i)
-      if (g.outputs()[i].value == v) g.setOutputValue(i, out);
+      if (g.outputs()[i].value == v) rw_->setGraphOutput(g, i, out);
     added_++;
   }
 
-  CheckpointOptions options_;
-  Rewriter* rw_ = nullptr;
+  const CheckpointOptions& options_;
+  Rewriter* rw_;
   std::vector<Graph*> graphs_;
   std::set<std::string> hits_;
   size_t matched_ = 0, selected_ = 0, added_ = 0, already_ = 0, marked_ = 0;
+};
+
+class CheckpointPass final : public Pass {
+ public:
+  explicit CheckpointPass(CheckpointOptions options) : options_(std::move(options)) {}
+  std::string name() const override { return "checkpoint"; }
+  void run(Model& model, PassContext& context) const override { CheckpointRun(options_, context.rewriter).run(model, context); }
+
+ private:
+  const CheckpointOptions options_;
 };
 
 }  // namespace
@@ -151,5 +160,39 @@ std::unique_ptr<Pass> createCheckpointPass(CheckpointOptions options) {
   if (options.every == 0) usageError("checkpoint: --every must be at least 1");
   return std::make_unique<CheckpointPass>(std::move(options));
 }
+
+namespace {
+
+using Kind = OptionSpec::Kind;
+
+const RegisterPass registration{PassSpec{
+    .name = "checkpoint",
+    .summary = "Insert PopART recomputation checkpoints after blocks, or mark them Recompute",
+    .schema = "passes/checkpoint.schema.json",
+    .outputTag = "checkpointed",
+    .options =
+        {
+            {.flags = "--after", .pointer = "/after", .kind = Kind::Selectors,
+             .help = "Blocks to checkpoint: a selector (key=value,...; repeat for any-of)", .required = true},
+            {.flags = "--every", .pointer = "/every", .kind = Kind::Integer,
+             .help = "Only every K-th matched block of each graph", .defaultValue = "1"},
+            {.flags = "--mode", .pointer = "/mode", .kind = Kind::String,
+             .help = "checkpoint (Identity, = 1) or recompute (mark the blocks' nodes, = 2)",
+             .allowed = {"checkpoint", "recompute"}, .defaultValue = "checkpoint"},
+            {.flags = "--allow-no-match", .pointer = "/allow_no_match", .kind = Kind::Flag,
+             .help = "A selector matching nothing is a warning, not an error"},
+        },
+    .examples =
+        {
+            "graphrw checkpoint model.onnx --after 'scope=/encoder/layer.*' -o model.ckpt.onnx",
+            "graphrw checkpoint model.onnx --after op_type=BertLayer --every 2",
+            "graphrw checkpoint model.onnx --after 'scope=/encoder/layer.*' --mode recompute",
+        },
+    .create = [](const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
+      return createCheckpointPass(checkpointOptionsFromJson(entry, where, pointer));
+    },
+}};
+
+}  // namespace
 
 }  // namespace graphrw::passes

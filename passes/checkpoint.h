@@ -6,7 +6,6 @@
 #include <memory>
 
 #include "pass.h"
-#include "rules.h"
 #include "selector.h"
 
 namespace graphrw::passes {

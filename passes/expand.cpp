@@ -21,16 +21,12 @@ namespace {
 
 using namespace ir;
 
-std::string label(const Node& n) { return "node '" + n.name() + "' (" + opName(n) + ")"; }
-
-class ExpandPass final : public Pass {
+// One run over one model: the pass's per-run state.
+class ExpandRun {
  public:
-  explicit ExpandPass(ExpandOptions options) : options_(std::move(options)) {}
-  std::string name() const override { return "expand"; }
+  ExpandRun(const ExpandOptions& options, Model& model, Rewriter& rw) : options_(options), model_(&model), rw_(&rw) {}
 
-  void run(Model& model, PassContext& context) override {
-    model_ = &model;
-    rw_ = &context.rewriter;
+  void run(Model& model, PassContext& context) {
     auto before = ModelUsage::of(model);
 
     // Calls first: function bodies (calls inside kept functions are inlined
@@ -45,16 +41,11 @@ class ExpandPass final : public Pass {
       expandGraph(model.graph(), {});
     }
 
-    auto removed = pruneUnused(model, before);
+    auto removed = pruneUnused(*rw_, before);
 
-    if (!options_.select.empty()) {
-      for (const auto& sel : options_.select.any)
-        if (!selectorHits_.count(sel.str())) {
-          std::string msg = "expand: selector '" + sel.str() + "' matched no call";
-          if (options_.requireMatch) usageError(msg);
-          spdlog::warn(msg);
-        }
-    }
+    for (const auto& sel : options_.select.any)
+      if (!selectorHits_.count(sel.str()))
+        reportNoMatch("expand", "selector '" + sel.str() + "' matched no call", options_.allowNoMatch);
     context.matched = matched_;
     nlohmann::json inlined = nlohmann::json::object();
     for (const auto& [k, n] : inlinedPerFunction_) inlined[k] = n;
@@ -96,7 +87,7 @@ class ExpandPass final : public Pass {
     }
     if (n.domain() == "ai.graphcore" && n.opType() == "Call") {
       const Attribute* callee = n.attribute("callee");
-      if (!callee || !callee->g) badInput(label(n) + " has no 'callee' GRAPH attribute");
+      if (!callee || !callee->g) badInput(nodeLabel(n) + " has no 'callee' GRAPH attribute");
       if (phase_ != Phase::Calls || !selected(n)) return t;
       t = {Kind::GraphcoreCall, nullptr, nullptr, "callee " + callee->g->residual().name()};
       return t;
@@ -108,7 +99,7 @@ class ExpandPass final : public Pass {
     const onnx::OpSchema* schema =
         version > 0 ? onnx::OpSchemaRegistry::Schema(n.opType(), static_cast<int>(version), domain) : nullptr;
     if (!schema) {
-      spdlog::debug("expand: {} is neither a local function nor a known op; left alone", label(n));
+      spdlog::debug("expand: {} is neither a local function nor a known op; left alone", nodeLabel(n));
       return t;
     }
     bool wanted = options_.schemaAll ||
@@ -128,7 +119,7 @@ class ExpandPass final : public Pass {
       if (phase_ == Phase::Calls)
         if (Function* f = model_->findFunction(n->domain(), n->opType(), n->overload())) growth += f->body().nodeCount();
     }
-    if (growth > 1024) g.reserveMore(growth, growth);
+    if (growth > 1024) rw_->reserve(g, growth, growth);
     process(g, work, stack);
   }
 
@@ -163,7 +154,7 @@ class ExpandPass final : public Pass {
     matched_++;
     switch (t.kind) {
       case Kind::Function: {
-        const Function* body = bodyFor(*t.function, g, opsets, label(*n));
+        const Function* body = bodyFor(*t.function, g, opsets, nodeLabel(*n));
         AttributeEnv env = AttributeEnv::of(*n);
         for (auto& d : body->attributeDefaults()) env.defaults[d.name()] = d;
         inlinedPerFunction_[t.function->key().str()]++;
@@ -177,7 +168,7 @@ class ExpandPass final : public Pass {
       case Kind::SchemaOp: {
         auto fn = schemaFunction(*n, *t.schema);
         std::unique_ptr<Function> converted;
-        const Function* body = bodyFor(*fn, g, opsets, label(*n), &converted);
+        const Function* body = bodyFor(*fn, g, opsets, nodeLabel(*n), &converted);
         if (!body) {
           matched_--;
           return {};
@@ -211,7 +202,7 @@ class ExpandPass final : public Pass {
     for (const auto& [domain, version] : fn.opsetImports()) {
       auto it = scope.find(domain);
       if (it == scope.end()) {
-        setScopeOpset(*model_, g, domain, version);
+        rw_->setOpsetImport(g, domain, version);
         continue;
       }
       if (it->second == version) continue;
@@ -261,7 +252,7 @@ class ExpandPass final : public Pass {
       onnx::NodeProto np = nodeToProto(n);
       onnx::FunctionBodyBuildContextImpl ctx(np, types);
       if (!schema.BuildContextDependentFunction(ctx, fp))
-        badInput("cannot expand " + label(n) + ": ONNX could not build its function body for these input types");
+        badInput("cannot expand " + nodeLabel(n) + ": ONNX could not build its function body for these input types");
     }
     fp.set_name(n.opType());
     fp.set_domain(n.domain());
@@ -286,31 +277,41 @@ class ExpandPass final : public Pass {
       return static_cast<Value*>(nullptr);
     };
     if (!missing()) return true;
-    if (!owningFunction(*model_, g)) {
+    if (!g.owningFunction()) {
       size_t version = rw_->counts().nodesAdded + rw_->counts().nodesRemoved;
       if (!inferredAt_ || *inferredAt_ != version) {
-        inferMissingTypes(*model_);
+        inferMissingTypes(*rw_);
         inferredAt_ = version;
       }
     }
     if (Value* in = missing()) {
-      std::string msg = "expand: cannot expand " + label(n) + ": the type of input '" + in->name() + "' is unknown";
-      if (options_.requireMatch) badInput(msg);
-      spdlog::warn(msg + "; left as it is");
+      spdlog::warn("expand: cannot expand {}: the type of input '{}' is unknown; left as it is", nodeLabel(n), in->name());
       return false;
     }
     return true;
   }
 
-  ExpandOptions options_;
-  Model* model_ = nullptr;
-  Rewriter* rw_ = nullptr;
+  const ExpandOptions& options_;
+  Model* model_;
+  Rewriter* rw_;
   size_t matched_ = 0;
   Phase phase_ = Phase::Calls;
   std::optional<size_t> inferredAt_;
   std::set<std::string> selectorHits_;
   std::map<std::string, size_t> inlinedPerFunction_, schemaPerOp_;
   std::map<std::tuple<FunctionKey, int64_t, int64_t>, std::unique_ptr<Function>> converted_;
+};
+
+class ExpandPass final : public Pass {
+ public:
+  explicit ExpandPass(ExpandOptions options) : options_(std::move(options)) {}
+  std::string name() const override { return "expand"; }
+  void run(Model& model, PassContext& context) const override {
+    ExpandRun(options_, model, context.rewriter).run(model, context);
+  }
+
+ private:
+  const ExpandOptions options_;
 };
 
 }  // namespace
@@ -325,10 +326,52 @@ ExpandOptions expandOptionsFromJson(const nlohmann::json& j, const RuleContext& 
     else o.schemaOps = j["schema_ops"].get<std::vector<std::string>>();
   }
   o.convertOpset = j.value("convert_opset", false);
-  o.requireMatch = j.value("require_match", false);
+  o.allowNoMatch = j.value("allow_no_match", false);
   return o;
 }
 
 std::unique_ptr<Pass> createExpandPass(ExpandOptions options) { return std::make_unique<ExpandPass>(std::move(options)); }
+
+namespace {
+
+using Kind = OptionSpec::Kind;
+
+// --schema-ops all, or OP[,OP...]
+nlohmann::json schemaOpsJson(const std::vector<std::string>& values) {
+  if (values.size() == 1 && values[0] == "all") return "all";
+  return values;
+}
+
+const RegisterPass registration{PassSpec{
+    .name = "expand",
+    .summary = "Inline model-local functions, ai.graphcore::Call callees and, with --schema-ops, function-bodied standard ops",
+    .schema = "passes/expand.schema.json",
+    .outputTag = "expanded",
+    .options =
+        {
+            {.flags = "--select", .pointer = "/select", .kind = Kind::Selectors,
+             .help = "Only calls matching this selector (key=value,...; repeat for any-of)"},
+            {.flags = "--exclude", .pointer = "/exclude", .kind = Kind::Selectors,
+             .help = "Never inline nodes matching this selector (repeatable)"},
+            {.flags = "--schema-ops", .pointer = "/schema_ops", .kind = Kind::List,
+             .help = "Also expand standard ops with a schema function body: all, or OP[,OP...]",
+             .convert = schemaOpsJson},
+            {.flags = "--convert-opset", .pointer = "/convert_opset", .kind = Kind::Flag,
+             .help = "Convert bodies whose ai.onnx version differs with ONNX's version converter"},
+            {.flags = "--allow-no-match", .pointer = "/allow_no_match", .kind = Kind::Flag,
+             .help = "A selector matching nothing is a warning, not an error"},
+        },
+    .examples =
+        {
+            "graphrw expand model.onnx",
+            "graphrw expand model.onnx --select op_type=BertLayer --exclude name=/encoder/layer.11",
+            "graphrw expand model.onnx --schema-ops LayerNormalization,Softmax -o - | graphrw inspect -",
+        },
+    .create = [](const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
+      return createExpandPass(expandOptionsFromJson(entry, where, pointer));
+    },
+}};
+
+}  // namespace
 
 }  // namespace graphrw::passes

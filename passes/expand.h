@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "pass.h"
-#include "rules.h"
 #include "selector.h"
 
 namespace graphrw::passes {
@@ -18,7 +17,7 @@ struct ExpandOptions {
   bool schemaAll = false;             // --schema-ops all
   std::vector<std::string> schemaOps; // --schema-ops OP,OP
   bool convertOpset = false;          // convert bodies whose ai.onnx version differs
-  bool requireMatch = false;          // a selector matching nothing is an error
+  bool allowNoMatch = false;          // a selector matching nothing is a warning, not an error
 };
 
 std::unique_ptr<Pass> createExpandPass(ExpandOptions options);

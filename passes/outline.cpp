@@ -69,14 +69,12 @@ struct Work {
   std::optional<int64_t> ipu;
 };
 
-class OutlinePass final : public Pass {
+// One run over one model: the pass's per-run state.
+class OutlineRun {
  public:
-  explicit OutlinePass(OutlineOptions options) : options_(std::move(options)) {}
-  std::string name() const override { return "outline"; }
+  OutlineRun(const OutlineOptions& options, Model& model, Rewriter& rw) : options_(options), model_(&model), rw_(&rw) {}
 
-  void run(Model& model, PassContext& context) override {
-    model_ = &model;
-    rw_ = &context.rewriter;
+  void run(Model& model, PassContext& context) {
     auto before = ModelUsage::of(model);
     size_t mainBefore = model.graph().nodeCount();
     Stopwatch clock;
@@ -102,7 +100,7 @@ class OutlinePass final : public Pass {
       // inference fills in those the model does not give.
       std::vector<Value*> inputs;
       for (const auto& w : work_) inputs.insert(inputs.end(), w.block.inputs.begin(), w.block.inputs.end());
-      inferMissingTypes(model, inputs);
+      inferMissingTypes(*rw_, inputs);
       clock.lap("types");
     }
 
@@ -150,7 +148,7 @@ class OutlinePass final : public Pass {
     clock.lap("calls");
     for (Graph* g : touched) rw_->sortTopologically(*g);
     clock.lap("sort");
-    auto removed = pruneUnused(model, before);
+    auto removed = pruneUnused(*rw_, before);
     clock.lap("prune");
 
     nlohmann::json callees = nlohmann::json::object();
@@ -382,7 +380,7 @@ class OutlinePass final : public Pass {
         op->set_domain(d);
         op->set_version(it->second);
       }
-    model_->addFunction(buildFunction(*model_, std::move(fp)));
+    rw_->addFunction(buildFunction(*model_, std::move(fp)));
   }
 
   // Value names read by a node and by nodes in its subgraphs (free names only: inner names are not in the map).
@@ -428,19 +426,31 @@ class OutlinePass final : public Pass {
         ipu.set_i(*w.ipu);
         rw_->setAttribute(call, ipu);
       }
-      if (!scopeOpsets(*model_, g).count("ai.graphcore")) setScopeOpset(*model_, g, "ai.graphcore", 1);
+      if (!scopeOpsets(*model_, g).count("ai.graphcore")) rw_->setOpsetImport(g, "ai.graphcore", 1);
     } else {
-      if (!scopeOpsets(*model_, g).count(options_.domain)) setScopeOpset(*model_, g, options_.domain, 1);
+      if (!scopeOpsets(*model_, g).count(options_.domain)) rw_->setOpsetImport(g, options_.domain, 1);
       // ONNX Runtime resolves calls inside function bodies with the model's imports too.
-      if (!model_->opsetVersion(options_.domain)) model_->setOpsetImport(options_.domain, 1);
+      if (!model_->opsetVersion(options_.domain)) rw_->setOpsetImport(model_->graph(), options_.domain, 1);
     }
   }
 
-  OutlineOptions options_;
-  Model* model_ = nullptr;
-  Rewriter* rw_ = nullptr;
+  const OutlineOptions& options_;
+  Model* model_;
+  Rewriter* rw_;
   std::vector<Work> work_;
   std::vector<Group> groups_;
+};
+
+class OutlinePass final : public Pass {
+ public:
+  explicit OutlinePass(OutlineOptions options) : options_(std::move(options)) {}
+  std::string name() const override { return "outline"; }
+  void run(Model& model, PassContext& context) const override {
+    OutlineRun(options_, model, context.rewriter).run(model, context);
+  }
+
+ private:
+  const OutlineOptions options_;
 };
 
 }  // namespace
@@ -476,5 +486,42 @@ std::unique_ptr<Pass> createOutlinePass(OutlineOptions options) {
     usageError("outline: --key is for --mode attributes");
   return std::make_unique<OutlinePass>(std::move(options));
 }
+
+namespace {
+
+using Kind = OptionSpec::Kind;
+
+const RegisterPass registration{PassSpec{
+    .name = "outline",
+    .summary = "Turn repeated blocks into shared ai.graphcore::Call bodies, local functions or __outline keys",
+    .schema = "passes/outline.schema.json",
+    .outputTag = "outlined",
+    .options =
+        {
+            {.flags = "--select", .pointer = "/select", .kind = Kind::Selectors,
+             .help = "Blocks: a selector (key=value,...; repeat for any-of); scope= groups nodes by prefix",
+             .required = true},
+            {.flags = "--mode", .pointer = "/mode", .kind = Kind::String,
+             .help = "call (ai.graphcore::Call), function (local functions) or attributes (__outline keys)",
+             .allowed = {"call", "function", "attributes"}, .defaultValue = "call"},
+            {.flags = "--key", .pointer = "/keys", .kind = Kind::Pairs,
+             .help = "K=V: an __outline key/value pair (mode attributes; repeatable)"},
+            {.flags = "--domain", .pointer = "/domain", .kind = Kind::String,
+             .help = "Mode function: the new functions' domain", .defaultValue = "graphrw.outlined"},
+            {.flags = "--allow-no-match", .pointer = "/allow_no_match", .kind = Kind::Flag,
+             .help = "A selector matching nothing is a warning, not an error"},
+        },
+    .examples =
+        {
+            "graphrw outline model.onnx --select 'scope=/encoder/layer.*'",
+            "graphrw outline model.onnx --select op_type=BertLayer --mode function",
+            "graphrw outline model.onnx --select 'scope=/encoder/layer.*' --mode attributes --key layer=encoder",
+        },
+    .create = [](const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
+      return createOutlinePass(outlineOptionsFromJson(entry, where, pointer));
+    },
+}};
+
+}  // namespace
 
 }  // namespace graphrw::passes

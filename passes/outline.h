@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "pass.h"
-#include "rules.h"
 #include "selector.h"
 
 namespace graphrw::passes {

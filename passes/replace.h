@@ -14,7 +14,6 @@
 
 #include "fold.h"
 #include "pass.h"
-#include "rules.h"
 #include "selector.h"
 
 namespace graphrw::passes {

@@ -192,16 +192,25 @@ TEST_CASE("expand from the command line: output name, selectors, report, pipes",
   CHECK(report["passes"][0]["functions_removed"][0] == "local::Layer");
   CHECK(report["passes"][0].contains("seconds"));
 
-  auto none = run(bin() + " expand " + q(m) + " -o " + q(dir / "none.onnx") + " --select op_type=Nothing");
+  // An explicit selector that matches nothing is an error (exit 2, nothing written) unless allowed.
+  graphrw::test::writeFile(dir / "keep.onnx", "old");
+  auto strict = run(bin() + " expand " + q(m) + " -o " + q(dir / "keep.onnx") + " --select op_type=Nothing");
+  CHECK(strict.status == 2);
+  CHECK(lines(strict.err) == 1);
+  CHECK_THAT(strict.err, Catch::Contains("expand: selector 'op_type=Nothing' matched no call"));
+  CHECK(graphrw::test::readFile(dir / "keep.onnx") == "old");
+
+  auto none = run(bin() + " expand " + q(m) + " -o " + q(dir / "none.onnx") + " --select op_type=Nothing --allow-no-match");
   CHECK(none.status == 0);
   CHECK_THAT(none.err, Catch::Contains("matched no call"));
   CHECK(graphrw::test::readFile(dir / "none.onnx") == graphrw::test::readFile(m));
 
-  graphrw::test::writeFile(dir / "keep.onnx", "old");
-  auto strict = run(bin() + " expand " + q(m) + " -o " + q(dir / "keep.onnx") + " --select op_type=Nothing --require-match");
-  CHECK(strict.status == 2);
-  CHECK(lines(strict.err) == 1);
-  CHECK(graphrw::test::readFile(dir / "keep.onnx") == "old");
+  // With no selector, a model without functions is a successful no-op.
+  REQUIRE(run(bin() + " expand " + q(m) + " -o " + q(dir / "plain0.onnx")).status == 0);
+  auto plain = run(bin() + " expand " + q(dir / "plain0.onnx") + " -o " + q(dir / "plain1.onnx"));
+  CHECK(plain.status == 0);
+  CHECK(plain.err.find("warning") == std::string::npos);
+  CHECK(graphrw::test::readFile(dir / "plain1.onnx") == graphrw::test::readFile(dir / "plain0.onnx"));
 
   auto badSel = run(bin() + " expand " + q(m) + " --select op_typo=Layer");
   CHECK(badSel.status == 2);
@@ -229,8 +238,8 @@ TEST_CASE("run: a rule file gives what the equivalent command gives", "[cli][rul
   // Default name: MODEL.RULES.onnx
   CHECK(graphrw::test::readFile(dir / "m.inline.onnx") == graphrw::test::readFile(dir / "cmd.onnx"));
 
-  auto piped = run("cat " + q(m) + " | " + bin() + " expand - -o - | " + bin() + " run " +
-                   q(dir / "inline.rules.json") + " - -o " + q(dir / "piped.onnx"));
+  auto piped = run("cat " + q(m) + " | " + bin() + " run " + q(dir / "inline.rules.json") + " - -o - | " + bin() +
+                   " convert - -o " + q(dir / "piped.onnx"));
   CHECK(piped.status == 0);
   CHECK(graphrw::test::readFile(dir / "piped.onnx") == graphrw::test::readFile(dir / "cmd.onnx"));
 }

@@ -4,7 +4,7 @@
 in docs/*.md (```json blocks holding "passes"), the schema `graphrw schema`
 prints, and the bad rule files the C++ tests reject (which must fail here too).
 Prints "N passed, N failed" and exits non-zero on any failure."""
-import json, pathlib, re, subprocess, sys
+import copy, json, pathlib, re, subprocess, sys
 from jsonschema import Draft202012Validator, RefResolver
 
 root = pathlib.Path(__file__).resolve().parents[2]
@@ -24,13 +24,21 @@ for p in (root / "schemas").rglob("*.schema.json"):
     s = json.loads(p.read_text())
     Draft202012Validator.check_schema(s)
     store[s["$id"]] = s
-rules_schema = store["https://graphrw.invalid/schemas/rules.schema.json"]
+# The rule-file schema as graphrw assembles it: the file's frame, with every
+# pass schema below schemas/passes/ as the alternatives for one pass entry.
+rules_schema = copy.deepcopy(store["https://graphrw.invalid/schemas/rules.schema.json"])
+pass_files = sorted((root / "schemas" / "passes").glob("*.schema.json"))
+rules_schema["$defs"]["pass"] = {"oneOf": [{"$ref": f"passes/{p.name}"} for p in pass_files]}
 validator = Draft202012Validator(rules_schema, resolver=RefResolver.from_schema(rules_schema, store=store))
 
 # The bundled schema graphrw prints is a valid schema that agrees with the files.
 bundled = json.loads(subprocess.run([graphrw, "schema"], check=True, capture_output=True, text=True).stdout)
 Draft202012Validator.check_schema(bundled)
 bundled_validator = Draft202012Validator(bundled)
+# Every pass schema file is a registered pass and the other way round.
+bundled_passes = sorted(r["$ref"].rsplit("/", 1)[1] for r in bundled["$defs"]["pass"]["oneOf"])
+result(bundled_passes == sorted(p.name.split(".")[0] for p in pass_files),
+       f"`graphrw schema` lists the passes {bundled_passes}, schemas/passes/ has {[p.name for p in pass_files]}")
 
 examples = sorted((root / "examples").glob("*.json")) + sorted((root / "bench" / "rules").glob("*.json"))
 result(len(examples) > 0, "examples/ has rule files")
@@ -53,6 +61,7 @@ result(docs > 0, "docs/ has rule files in ```json blocks")
 
 for case in json.loads((root / "tests" / "schema" / "bad_rules.json").read_text()):
     result(bool(list(validator.iter_errors(case["rules"]))), f"schema accepts a bad rule file: {case['why']}")
+    result(bool(list(bundled_validator.iter_errors(case["rules"]))), f"`graphrw schema` accepts a bad rule file: {case['why']}")
 
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

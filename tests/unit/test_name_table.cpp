@@ -3,6 +3,7 @@
 #include "loader.h"
 #include "models.h"
 #include "name_table.h"
+#include "rewriter.h"
 #include "support.h"
 
 using graphrw::ir::NameTable;
@@ -62,6 +63,8 @@ TEST_CASE("model name tables follow the IR through lazy building", "[names]") {
   CHECK_FALSE(names.built());
   CHECK(names.contains("H"));
   CHECK(names.contains("W"));
-  CHECK(model->graph().addFreshValue("H")->name() == "H_1");
+  graphrw::ir::Rewriter rw(*model);
+  auto& g = model->graph();
+  CHECK(rw.createNode(g, nullptr, {"n", "Identity", "", {g.findLocal("W")}, {"H"}})->output(0)->name() == "H_1");
   CHECK(model->nodeNames().fresh("x") == "x");
 }

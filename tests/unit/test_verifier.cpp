@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "ir_corruptor.h"
 #include "loader.h"
 #include "models.h"
 #include "support.h"
@@ -7,6 +8,7 @@
 
 using namespace graphrw;
 using namespace graphrw::ir;
+using Corrupt = graphrw::ir::testing::Corruptor;
 
 namespace {
 
@@ -30,26 +32,26 @@ TEST_CASE("the verifier reports what passes must not break", "[verifier]") {
   Node* call = g.nodes().back().get();
 
   SECTION("a use missing from the use-list") {
-    IrAccess::inputs(*call)[0] = g.findLocal("X");  // bypasses the rewriter
+    Corrupt::inputs(*call)[0] = g.findLocal("X");  // bypasses the rewriter
     CHECK(mentions(verify(*model), "missing from its use-list"));
   }
   SECTION("a use before its producer") {
-    auto& nodes = IrAccess::nodes(g);
+    auto& nodes = Corrupt::nodes(g);
     nodes.splice(nodes.begin(), nodes, g.position(call));
     CHECK(mentions(verify(*model), "before it is produced"));
   }
   SECTION("a producer that does not output the value") {
-    IrAccess::setProducer(*g.findLocal("H"), call, 0);
+    Corrupt::setProducer(*g.findLocal("H"), call, 0);
     CHECK(mentions(verify(*model), "names a producer"));
   }
   SECTION("a stale use entry") {
-    Graph::addUse(g.findLocal("X"), call, 0);
+    Corrupt::addUse(g.findLocal("X"), call, 0);
     CHECK(mentions(verify(*model), "reads something else"));
   }
   SECTION("a value read from another function's scope") {
     Value* inner = model->functions()[0]->body().findLocal("x");
-    IrAccess::inputs(*matmul)[0] = inner;
-    Graph::addUse(inner, matmul, 0);
+    Corrupt::inputs(*matmul)[0] = inner;
+    Corrupt::addUse(inner, matmul, 0);
     CHECK(mentions(verify(*model), "scope it cannot see"));
   }
 }
@@ -67,9 +69,9 @@ main (float[2] X) => (float[2] Y) {
   CHECK_FALSE(findCycle(g).has_value());
   // A = Relu(B): A -> B -> A.
   Node* relu = g.nodes().front().get();
-  Graph::removeUse(g.findLocal("X"), relu, 0);
-  IrAccess::inputs(*relu)[0] = g.findLocal("B");
-  Graph::addUse(g.findLocal("B"), relu, 0);
+  Corrupt::removeUse(g.findLocal("X"), relu, 0);
+  Corrupt::inputs(*relu)[0] = g.findLocal("B");
+  Corrupt::addUse(g.findLocal("B"), relu, 0);
   auto cycle = findCycle(g);
   REQUIRE(cycle);
   CHECK_THAT(*cycle, Catch::Contains("Relu") && Catch::Contains("Neg"));

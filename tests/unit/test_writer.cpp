@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "error.h"
+#include "ir_corruptor.h"
 #include "loader.h"
 #include "models.h"
 #include "support.h"
@@ -59,7 +60,7 @@ TEST_CASE("a model over 2 GB is refused naming the option, and nothing is touche
     close(fd);
   }
   auto model = loadModel(Buffer::fromString(rawModel().SerializeAsString()), dir.path(), "m");
-  auto* w = model->graph().findLocal("W")->initializer();
+  auto* w = ir::testing::Corruptor::initializer(*model->graph().findLocal("W"));
   auto bytes = Bytes::of(Buffer::mapFile(big));
   w->mutableProto().clear_dims();
   w->mutableProto().add_dims(static_cast<int64_t>(bytes.size / 4));

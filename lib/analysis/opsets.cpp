@@ -1,0 +1,123 @@
+#include "opsets.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/version_converter/convert.h>
+
+#include <set>
+
+#include "error.h"
+#include "builder.h"
+#include "writer.h"
+
+namespace graphrw {
+
+using namespace ir;
+
+namespace {
+
+const onnx::OpSchema* schemaAt(const std::string& op, int64_t version, const std::string& domain) {
+  return onnx::OpSchemaRegistry::Schema(op, static_cast<int>(version), isDefaultDomain(domain) ? "" : domain);
+}
+
+void collect(const Graph& g, const std::string& domain, std::set<std::string>& ops) {
+  for (const auto& n : g.nodes()) {
+    bool same = n->domain() == domain || (isDefaultDomain(n->domain()) && isDefaultDomain(domain));
+    if (same) ops.insert(n->opType());
+    for (Graph* sub : n->subgraphs()) collect(*sub, domain, ops);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> differingOps(const Graph& body, const std::string& domain, int64_t a, int64_t b) {
+  std::set<std::string> ops;
+  collect(body, domain, ops);
+  std::vector<std::string> differ;
+  for (const auto& op : ops) {
+    const auto* sa = schemaAt(op, a, domain);
+    const auto* sb = schemaAt(op, b, domain);
+    if (!sa || !sb || sa->SinceVersion() != sb->SinceVersion()) differ.push_back(op);
+  }
+  return differ;
+}
+
+std::map<std::string, int64_t> scopeOpsets(const Model& model, const Graph& graph) {
+  if (const Function* f = graph.owningFunction()) return f->opsetImports();
+  return model.opsetImports();
+}
+
+std::unique_ptr<Function> convertFunction(Model& model, const Function& function, int64_t from, int64_t to) {
+  onnx::FunctionProto fp = functionToProto(function);
+  onnx::ModelProto mp;
+  mp.set_ir_version(model.irVersion() > 0 ? model.irVersion() : 8);
+  for (const auto& op : fp.opset_import()) {
+    auto* o = mp.add_opset_import();
+    *o = op;
+    if (isDefaultDomain(op.domain())) o->set_version(from);
+  }
+  auto* g = mp.mutable_graph();
+  g->set_name(fp.name());
+  for (const auto& in : fp.input()) g->add_input()->set_name(in);
+  for (const auto& out : fp.output()) g->add_output()->set_name(out);
+  *g->mutable_node() = fp.node();
+  onnx::ModelProto converted;
+  try {
+    converted = onnx::version_conversion::ConvertVersion(mp, static_cast<int>(to));
+  } catch (const std::exception& e) {
+    badInput("function " + function.key().str() + ": ONNX's version converter cannot convert it from ai.onnx " +
+             std::to_string(from) + " to " + std::to_string(to) + ": " + e.what());
+  }
+  fp.clear_node();
+  for (const auto& init : converted.graph().initializer()) {  // adapters may add constants
+    auto* c = fp.add_node();
+    c->set_op_type("Constant");
+    c->add_output(init.name());
+    auto* a = c->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    *a->mutable_t() = init;
+  }
+  for (const auto& n : converted.graph().node()) *fp.add_node() = n;
+  for (auto& op : *fp.mutable_opset_import())
+    if (isDefaultDomain(op.domain())) op.set_version(to);
+  return buildFunction(model, std::move(fp));
+}
+
+ModelUsage ModelUsage::of(const ir::Model& model) {
+  ModelUsage u;
+  model.walkGraphs([&](const ir::Graph& g) {
+    for (const auto& n : g.nodes()) u.domains.insert(n->domain());
+  });
+  std::vector<const ir::Graph*> work{&model.graph()};
+  while (!work.empty()) {
+    const ir::Graph* g = work.back();
+    work.pop_back();
+    for (const auto& n : g->nodes()) {
+      n->forEachSubgraph([&](ir::Graph& sub) { work.push_back(&sub); });
+      if (ir::Function* f = model.findFunction(n->domain(), n->opType(), n->overload()))
+        if (u.reachable.insert(f->key()).second) work.push_back(&f->body());
+    }
+  }
+  return u;
+}
+
+std::vector<std::string> pruneUnused(ir::Rewriter& rw, const ModelUsage& before) {
+  const ir::Model& model = rw.model();
+  ModelUsage after = ModelUsage::of(model);
+  std::vector<std::string> removed;
+  for (const auto& key : before.reachable)
+    if (!after.reachable.count(key))
+      if (ir::Function* f = model.findFunction(key)) {
+        removed.push_back(key.str());
+        rw.removeFunction(f);
+      }
+  if (!removed.empty()) after = ModelUsage::of(model);
+  std::vector<std::string> unused;
+  for (const auto& op : model.residual().opset_import())
+    if (!ir::isDefaultDomain(op.domain()) && before.domains.count(op.domain()) && !after.domains.count(op.domain()))
+      unused.push_back(op.domain());
+  for (const auto& d : unused) rw.removeOpsetImport(d);
+  return removed;
+}
+
+}  // namespace graphrw

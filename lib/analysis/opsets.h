@@ -1,0 +1,40 @@
+// Opset imports when bodies move between scopes (inlining): compatibility of
+// two versions of a domain for the ops a body uses, and version conversion.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir.h"
+#include "rewriter.h"
+
+namespace graphrw {
+
+// The ops of `domain` used in `body` (subgraphs included) whose schema differs
+// between opset versions `a` and `b` (different since_version, or no schema).
+std::vector<std::string> differingOps(const ir::Graph& body, const std::string& domain, int64_t a, int64_t b);
+
+// The opset imports in force for a graph: the model's for the main graph and
+// its subgraphs, the function's for a function body and its subgraphs.
+std::map<std::string, int64_t> scopeOpsets(const ir::Model& model, const ir::Graph& graph);
+
+// What a model uses: functions reachable by calls from the main graph, and the
+// domains of all nodes (main graph, subgraphs, function bodies).
+struct ModelUsage {
+  std::set<ir::FunctionKey> reachable;
+  std::set<std::string> domains;
+  static ModelUsage of(const ir::Model& model);
+};
+// After a rewrite: removes the functions reachable before and not any more,
+// and the opset imports of domains used before and not any more. Functions
+// never called stay (as in ONNX's inliner). Returns the removed functions' names.
+std::vector<std::string> pruneUnused(ir::Rewriter& rw, const ModelUsage& before);
+
+// A copy of `function` whose ai.onnx ops are converted from version `from` to
+// `to` by ONNX's version converter. Throws Error(BadInput) naming the function.
+std::unique_ptr<ir::Function> convertFunction(ir::Model& model, const ir::Function& function, int64_t from, int64_t to);
+
+}  // namespace graphrw

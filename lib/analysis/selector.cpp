@@ -1,0 +1,150 @@
+#include "selector.h"
+
+#include <fnmatch.h>
+
+#include "error.h"
+
+namespace graphrw {
+
+bool globMatch(const std::string& pattern, const std::string& text, bool crossSlash) {
+  return fnmatch(pattern.c_str(), text.c_str(), crossSlash ? 0 : FNM_PATHNAME) == 0;
+}
+
+Selector Selector::parse(const std::string& text) {
+  Selector s;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t eq = part.find('=');
+    if (eq == std::string::npos)
+      usageError("selector '" + text + "': '" + part + "' is not key=value (keys: name, name_regex, op_type, domain, scope)");
+    std::string key = part.substr(0, eq), value = part.substr(eq + 1);
+    std::optional<std::string>* slot = key == "name"         ? &s.name
+                                       : key == "name_regex" ? &s.nameRegex
+                                       : key == "op_type"    ? &s.opType
+                                       : key == "domain"     ? &s.domain
+                                       : key == "scope"      ? &s.scope
+                                                             : nullptr;
+    if (!slot) usageError("selector '" + text + "': unknown key '" + key + "' (keys: name, name_regex, op_type, domain, scope)");
+    if (slot->has_value()) usageError("selector '" + text + "': key '" + key + "' given twice");
+    *slot = value;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  s.compile("selector '" + text + "'");
+  return s;
+}
+
+Selector Selector::fromJson(const nlohmann::json& j, const std::string& where) {
+  Selector s;
+  auto take = [&](const char* key, std::optional<std::string>& slot) {
+    if (j.contains(key)) slot = j[key].get<std::string>();
+  };
+  take("name", s.name);
+  take("name_regex", s.nameRegex);
+  take("op_type", s.opType);
+  take("domain", s.domain);
+  take("scope", s.scope);
+  s.compile(where);
+  return s;
+}
+
+SelectorSet SelectorSet::fromJson(const nlohmann::json& j, const std::function<std::string(const std::string&)>& at,
+                                  const std::string& pointer) {
+  SelectorSet set;
+  if (j.is_array())
+    for (size_t i = 0; i < j.size(); ++i) set.any.push_back(Selector::fromJson(j[i], at(pointer + "/" + std::to_string(i))));
+  else
+    set.any.push_back(Selector::fromJson(j, at(pointer)));
+  return set;
+}
+
+void Selector::compile(const std::string& where) {
+  if (empty()) usageError(where + ": a selector needs at least one key");
+  auto checkGlob = [&](const std::optional<std::string>& g, const char* key) {
+    if (!g) return;
+    if (g->empty()) usageError(where + ": " + key + " is empty");
+    int open = 0;
+    for (size_t i = 0; i < g->size(); ++i) {
+      char c = (*g)[i];
+      if (c == '\\') ++i;
+      else if (c == '[') ++open;
+      else if (c == ']' && open > 0) --open;
+    }
+    if (open != 0) usageError(where + ": " + key + " '" + *g + "' has an unclosed '['");
+  };
+  checkGlob(name, "name");
+  checkGlob(scope, "scope");
+  if (opType && opType->empty()) usageError(where + ": op_type is empty");
+  if (nameRegex) {
+    try {
+      compiledRegex.emplace(*nameRegex, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      usageError(where + ": name_regex '" + *nameRegex + "' is not a valid regex (" + e.what() + ")");
+    }
+  }
+}
+
+std::optional<std::string> Selector::scopeOf(const std::string& nodeName) const {
+  if (!scope) return std::nullopt;
+  // Candidate prefixes end at a '/' boundary (or are the whole name).
+  for (size_t i = 1; i <= nodeName.size(); ++i) {
+    bool boundary = i == nodeName.size() || nodeName[i - 1] == '/' || nodeName[i] == '/';
+    if (!boundary) continue;
+    std::string prefix = nodeName.substr(0, i);
+    if (globMatch(*scope, prefix, false)) return prefix;
+  }
+  return std::nullopt;
+}
+
+bool Selector::matches(const ir::Node& node) const {
+  if (opType && node.opType() != *opType) return false;
+  if (domain) {
+    bool both = ir::isDefaultDomain(*domain) && ir::isDefaultDomain(node.domain());
+    if (!both && node.domain() != *domain) return false;
+  }
+  if (name && !globMatch(*name, node.name(), true)) return false;
+  if (compiledRegex && !std::regex_match(node.name(), *compiledRegex)) return false;
+  if (scope && !scopeOf(node.name())) return false;
+  return true;
+}
+
+std::string Selector::str() const {
+  std::string s;
+  auto add = [&](const char* k, const std::optional<std::string>& v) {
+    if (!v) return;
+    if (!s.empty()) s += ",";
+    s += std::string(k) + "=" + *v;
+  };
+  add("name", name);
+  add("name_regex", nameRegex);
+  add("op_type", opType);
+  add("domain", domain);
+  add("scope", scope);
+  return s;
+}
+
+nlohmann::json Selector::toJson() const {
+  nlohmann::json j = nlohmann::json::object();
+  if (name) j["name"] = *name;
+  if (nameRegex) j["name_regex"] = *nameRegex;
+  if (opType) j["op_type"] = *opType;
+  if (domain) j["domain"] = *domain;
+  if (scope) j["scope"] = *scope;
+  return j;
+}
+
+bool SelectorSet::matches(const ir::Node& node) const {
+  for (const auto& s : any)
+    if (s.matches(node)) return true;
+  return false;
+}
+
+std::string SelectorSet::str() const {
+  std::string s;
+  for (const auto& sel : any) s += (s.empty() ? "" : " | ") + sel.str();
+  return s;
+}
+
+}  // namespace graphrw

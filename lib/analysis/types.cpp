@@ -1,0 +1,196 @@
+#include "types.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <functional>
+#include <list>
+#include <string_view>
+#include <unordered_map>
+
+#include "graphcore_ops.h"
+#include "opsets.h"
+#include "writer.h"
+
+namespace graphrw {
+
+using namespace ir;
+
+namespace {
+
+// Runs ONNX's shape inference on the main graph; calls `give(name, type)` for
+// every value name it found a type for when `wantedName(name)` says so.
+using Untyped = std::unordered_map<std::string_view, std::vector<Value*>>;
+
+template <typename Wanted, typename Give>
+void infer(Model& model, Wanted wantedName, Give give) {
+  registerGraphcoreOps();
+  auto t0 = std::chrono::steady_clock::now();
+  auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  onnx::ModelProto proto;
+  buildProtoWithoutPayloads(model, proto);
+  spdlog::debug("types: proto built {:.3f}s", since());
+  try {
+    onnx::ShapeInferenceOptions options(false, 0, false);
+    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    spdlog::debug("shape inference failed: {}", e.what());
+  }
+  spdlog::debug("types: ONNX shape inference done {:.3f}s", since());
+  std::function<void(const onnx::GraphProto&)> collect = [&](const onnx::GraphProto& gp) {
+    for (const auto& vi : gp.value_info())
+      if (vi.type().value_case() != 0 && wantedName(vi.name())) give(vi.name(), vi.type());
+    for (const auto& vi : gp.output())
+      if (vi.type().value_case() != 0 && wantedName(vi.name())) give(vi.name(), vi.type());
+    for (const auto& n : gp.node())
+      for (const auto& a : n.attribute()) {
+        if (a.has_g()) collect(a.g());
+        for (const auto& sub : a.graphs()) collect(sub);
+      }
+  };
+  collect(proto.graph());
+  spdlog::debug("types: collected {:.3f}s", since());
+}
+
+// Types from ONNX's whole-model inference for the values listed by name.
+void inferNamed(Rewriter& rw, Untyped& untyped) {
+  infer(rw.model(), [&](const std::string& name) { return untyped.count(name) > 0; },
+        [&](const std::string& name, const onnx::TypeProto& type) {
+          for (Value* v : untyped[name])
+            if (!v->type()) rw.setType(v, type);
+        });
+}
+
+}  // namespace
+
+void inferMissingTypes(Rewriter& rw) {
+  Model& model = rw.model();
+  // Every untyped value of the main graph and its subgraphs, by name.
+  Untyped untyped;
+  model.graph().walkGraphs([&](Graph& g) {
+    for (const auto& v : g.values())
+      if (!v->type()) untyped[v->name()].push_back(v.get());
+  });
+  inferNamed(rw, untyped);
+}
+
+namespace {
+
+// ONNX's per-op inference functions run straight on the IR: no ModelProto is
+// built, so a million-node graph costs one pass over its nodes.
+class NodeContext final : public onnx::InferenceContext {
+ public:
+  NodeContext(const Node& node, std::vector<const onnx::TypeProto*> inputTypes,
+              std::vector<const onnx::TensorProto*> inputData)
+      : inputTypes_(std::move(inputTypes)), inputData_(std::move(inputData)), outputs_(node.outputs().size()) {
+    for (const auto& a : node.attributes()) {
+      if (a.t || !a.tensors.empty()) {
+        onnx::AttributeProto full = a.proto;
+        if (a.t) *full.mutable_t() = a.t->proto();  // metadata: type and dims
+        for (const auto& t : a.tensors) *full.add_tensors() = t.proto();
+        owned_.push_back(std::move(full));
+        attrs_[a.name()] = &owned_.back();
+      } else {
+        attrs_[a.name()] = &a.proto;
+      }
+    }
+  }
+  const onnx::AttributeProto* getAttribute(const std::string& name) const override {
+    auto it = attrs_.find(name);
+    return it == attrs_.end() ? nullptr : it->second;
+  }
+  size_t getNumInputs() const override { return inputTypes_.size(); }
+  const onnx::TypeProto* getInputType(size_t i) const override { return i < inputTypes_.size() ? inputTypes_[i] : nullptr; }
+  const onnx::TensorProto* getInputData(size_t i) const override { return i < inputData_.size() ? inputData_[i] : nullptr; }
+  size_t getNumOutputs() const override { return outputs_.size(); }
+  onnx::TypeProto* getOutputType(size_t i) override { return &outputs_.at(i); }
+  onnx::GraphInferencer* getGraphAttributeInferencer(const std::string&) override { return nullptr; }
+  const onnx::SparseTensorProto* getInputSparseData(size_t) const override { return nullptr; }
+  const onnx::TensorShapeProto* getSymbolicInput(size_t) const override { return nullptr; }
+  std::vector<onnx::TypeProto>& outputs() { return outputs_; }
+
+ private:
+  std::vector<const onnx::TypeProto*> inputTypes_;
+  std::vector<const onnx::TensorProto*> inputData_;
+  std::vector<onnx::TypeProto> outputs_;
+  std::list<onnx::AttributeProto> owned_;
+  std::unordered_map<std::string, const onnx::AttributeProto*> attrs_;
+};
+
+// A tensor whose data is in its proto (small initializers and Constants): shape inputs.
+const onnx::TensorProto* dataOf(const Value* v) {
+  const Tensor* t = nullptr;
+  if (v->isInitializer()) {
+    t = v->initializer();
+  } else if (const Node* p = v->producer(); p && p->opType() == "Constant" && isDefaultDomain(p->domain())) {
+    if (const Attribute* a = p->attribute("value"); a && a->t) t = a->t.get();
+  }
+  if (!t || t->rawView() || t->isExternal()) return nullptr;
+  return &t->proto();
+}
+
+// Types for the untyped outputs of the main graph's nodes, in order. Returns
+// whether every node with an untyped output got its types.
+bool inferOnIr(Rewriter& rw) {
+  Model& model = rw.model();
+  registerGraphcoreOps();
+  Graph& g = model.graph();
+  auto scope = scopeOpsets(model, g);
+  bool complete = true;
+  for (const auto& owned : g.nodes()) {
+    Node& n = *owned;
+    bool needed = false;
+    for (Value* v : n.outputs()) needed |= v && !v->type();
+    if (!needed) continue;
+    std::string domain = isDefaultDomain(n.domain()) ? "" : n.domain();
+    auto version = scope.find(domain);
+    const onnx::OpSchema* schema =
+        version == scope.end() ? nullptr : onnx::OpSchemaRegistry::Schema(n.opType(), static_cast<int>(version->second), domain);
+    if (!schema || !schema->has_type_and_shape_inference_function()) {
+      complete = false;
+      continue;
+    }
+    std::vector<const onnx::TypeProto*> types;
+    std::vector<const onnx::TensorProto*> data;
+    for (Value* in : n.inputs()) {
+      types.push_back(in ? in->type() : nullptr);
+      data.push_back(in ? dataOf(in) : nullptr);
+    }
+    NodeContext ctx(n, std::move(types), std::move(data));
+    try {
+      schema->GetTypeAndShapeInferenceFunction()(ctx);
+    } catch (const std::exception& e) {
+      spdlog::debug("types: {} ({}): {}", n.name(), n.opType(), e.what());
+      complete = false;
+      continue;
+    }
+    for (size_t i = 0; i < n.outputs().size(); ++i)
+      if (Value* v = n.output(i); v && !v->type()) {
+        if (ctx.outputs()[i].value_case() != 0) rw.setType(v, std::move(ctx.outputs()[i]));
+        else complete = false;
+      }
+  }
+  return complete;
+}
+
+}  // namespace
+
+void inferMissingTypes(Rewriter& rw, const std::vector<Value*>& wanted) {
+  auto missing = [&] {
+    for (Value* v : wanted)
+      if (v && !v->type()) return true;
+    return false;
+  };
+  if (!missing()) return;
+  inferOnIr(rw);
+  // What the per-node pass cannot type (calls of local functions, values in
+  // subgraphs) goes through ONNX's whole-model inference.
+  Untyped untyped;
+  for (Value* v : wanted)
+    if (v && !v->type()) untyped[v->name()].push_back(v);
+  if (!untyped.empty()) inferNamed(rw, untyped);
+}
+
+}  // namespace graphrw

@@ -1,0 +1,21 @@
+// Value types from ONNX's shape inference, for passes that need them
+// (context-dependent function bodies, outlining's equivalence test).
+#pragma once
+
+#include <vector>
+
+#include "ir.h"
+#include "rewriter.h"
+
+namespace graphrw {
+
+// Types are annotations (Rewriter::setType), not edits of what is written.
+// Gives values of the main graph and its subgraphs that have no type the
+// type ONNX's shape inference finds (function bodies are left alone).
+// Inference failures are logged at debug level and leave types unknown.
+void inferMissingTypes(ir::Rewriter& rw);
+// The same for the given values only (values of the main graph or its subgraphs);
+// cheaper on large models when a pass needs a few types.
+void inferMissingTypes(ir::Rewriter& rw, const std::vector<ir::Value*>& wanted);
+
+}  // namespace graphrw

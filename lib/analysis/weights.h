@@ -1,0 +1,55 @@
+// Edits on weights that several passes need: folding computations on
+// constants into new initializers (what replace does after a template that
+// transposes or concatenates weights), constant inputs, and removing
+// initializers nothing reads any more. Every edit goes through the Rewriter.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fold.h"
+#include "ir.h"
+#include "rewriter.h"
+
+namespace graphrw {
+
+class WeightFolder {
+ public:
+  explicit WeightFolder(ir::Rewriter& rw) : rw_(rw) {}
+
+  // The constant value of `v`: an initializer or a Constant node's output; nullptr otherwise.
+  const HostTensor* constantValue(ir::Value* v);
+  // A constant input named after `name`: an initializer where the graph can
+  // hold one (not inside a function body), else a Constant node before `before`.
+  ir::Value* constant(ir::Graph& g, ir::Node* before, const HostTensor& t, const std::string& name);
+
+  // Folds each of `candidates`, in order, that isFoldable() and reads only
+  // constants, into initializers of its graph (never in function bodies); the
+  // same computation (op, attributes, inputs, graph) is folded once. Folded
+  // nodes, and the Constant nodes among `candidates` that only they read, are
+  // erased. Initializers the folded nodes read become pruning candidates.
+  void fold(const std::vector<ir::Node*>& candidates);
+
+  size_t folded() const { return folded_; }
+  size_t initializersCreated() const { return created_; }
+  // Initializers that edits may have left unread: for pruneUnusedInitializers().
+  std::set<ir::Value*>& pruneCandidates() { return dangling_; }
+
+ private:
+  std::string foldKey(const ir::Node& n) const;
+
+  ir::Rewriter& rw_;
+  size_t folded_ = 0, created_ = 0;
+  std::unordered_map<const ir::Value*, HostTensor> hostCache_;
+  std::map<std::string, std::vector<ir::Value*>> memo_;
+  std::set<ir::Value*> dangling_;
+};
+
+// Removes those of `candidates` that are initializers nothing reads (no use,
+// not a graph input or output); returns how many.
+size_t pruneUnusedInitializers(ir::Rewriter& rw, const std::set<ir::Value*>& candidates);
+
+}  // namespace graphrw

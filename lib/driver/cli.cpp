@@ -1,0 +1,347 @@
+#include "cli.h"
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include "atomic_file.h"
+#include "batch.h"
+#include "cli_common.h"
+#include "error.h"
+#include "graphcore_ops.h"
+#include "inspect.h"
+#include "loader.h"
+#include "rules.h"
+#include "validate.h"
+
+namespace fs = std::filesystem;
+
+namespace graphrw::cli {
+namespace {
+
+void setupLogging(int verbosity, bool quiet) {
+  auto logger = spdlog::stderr_logger_mt("graphrw");  // batch workers log too
+  logger->set_pattern("graphrw: %l: %v");
+  spdlog::set_default_logger(logger);
+  if (quiet)
+    spdlog::set_level(spdlog::level::err);
+  else if (verbosity >= 2)
+    spdlog::set_level(spdlog::level::trace);
+  else if (verbosity == 1)
+    spdlog::set_level(spdlog::level::debug);
+  else
+    spdlog::set_level(spdlog::level::info);
+}
+
+}  // namespace
+
+std::string outputPath(const std::string& input, const std::string& requested, const std::string& what) {
+  if (!requested.empty()) {
+    if (requested != "-" && input != "-") {
+      std::error_code ec;
+      if (fs::equivalent(input, requested, ec))
+        usageError("refusing to overwrite the input model '" + input + "'; choose another -o");
+    }
+    return requested;
+  }
+  if (input == "-") return "-";
+  fs::path in(input);
+  fs::path ext = in.extension();
+  fs::path out = in.parent_path() / (in.stem().string() + "." + what + (ext.empty() ? ".onnx" : ext.string()));
+  return out.string();
+}
+
+void ExternalOptions::add(CLI::App* cmd) {
+    cmd->add_option("--external-data", file,
+                    "Store tensors of at least --size-threshold bytes in this file, beside the output");
+    cmd->add_option("--size-threshold", threshold, "Smallest tensor (bytes) moved by --external-data")
+        ->capture_default_str();
+    cmd->add_flag("--embed-external-data", embed, "Write every tensor into the model itself")->excludes("--external-data");
+}
+
+WriteOptions ExternalOptions::writeOptions() const {
+  WriteOptions o;
+  if (embed) o.external = ExternalMode::Embed;
+  else if (!file.empty()) o.external = ExternalMode::Move;
+  o.externalFile = file;
+  o.threshold = threshold;
+  return o;
+}
+
+void PipelineFlags::add(CLI::App* cmd) {
+    cmd->add_option("--report", report, "Write a JSON report of what each pass did (- for stdout when -o is a file)");
+    cmd->add_flag("--verify-each", verifyEach, "Run the IR verifier after every pass");
+    cmd->add_flag("--dry-run", dryRun, "Run the passes and report what they would change; write nothing");
+    cmd->add_option("--print-ir-after", printIrAfter, "Print the IR as ONNX text to stderr after this pass (name, index or all)");
+    cmd->add_option("--stop-after", stopAfter, "Run only the first N passes (for bisecting)")->check(CLI::PositiveNumber);
+}
+
+PipelineOptions PipelineFlags::options() const {
+  PipelineOptions o;
+  o.verifyEach = verifyEach;
+  if (stopAfter > 0) o.stopAfter = stopAfter;
+  o.printIrAfter = printIrAfter;
+  return o;
+}
+
+void writeText(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::cout << text;
+    return;
+  }
+  AtomicFile out(path);
+  writeAll(out.fd(), text.data(), text.size(), path);
+  out.commit();
+}
+
+namespace {
+
+void writeReport(const PipelineFlags& flags, const std::string& input, const std::string& output,
+                 const nlohmann::json& passes) {
+  if (flags.report.empty()) return;
+  nlohmann::json report = {{"model", input}, {"output", output}, {"passes", passes}};
+  if (flags.report == "-" && output == "-")
+    usageError("--report - needs the model written to a file with -o (or --dry-run)");
+  writeText(flags.report, report.dump(2) + "\n");
+}
+
+// The process ends right after a command: freeing a large IR node by node only
+// costs time (a fifth of expanding a 2M-node model), so it is left to the OS.
+void releaseAtExit(std::unique_ptr<ir::Model>& model) { (void)model.release(); }
+
+void writeOut(ir::Model& model, const std::string& path, const WriteOptions& options) {
+  auto result = writeModel(model, path, options);
+  if (path != "-") spdlog::info("wrote {} ({} bytes)", path, result.modelBytes);
+  for (const auto& f : result.dataFiles) spdlog::info("wrote {} ({} bytes of external data)", f, result.externalBytes);
+}
+
+}  // namespace
+
+int runPipeline(const std::string& input, const std::string& out, std::vector<std::shared_ptr<const Pass>> passes,
+                const PipelineFlags& flags, const ExternalOptions& external) {
+  auto model = loadModel(input);
+  PassManager pm(flags.options());
+  for (auto& p : passes) pm.add(std::move(p));
+  auto report = pm.run(*model);
+  if (flags.dryRun) {
+    // Nothing is written: the report is the result (stdout unless --report names a file).
+    PipelineFlags reportOnly = flags;
+    if (reportOnly.report.empty()) reportOnly.report = "-";
+    writeReport(reportOnly, input, "", report);
+    releaseAtExit(model);
+    return 0;
+  }
+  writeOut(*model, out, external.writeOptions());
+  writeReport(flags, input, out, report);
+  releaseAtExit(model);
+  return 0;
+}
+
+namespace {
+
+// graphrw run RULES MODEL... --out-dir DIR: every model through the same rules,
+// each output named as its input; one bad model does not stop the others.
+int runBatchCommand(const std::string& rulesPath, const std::vector<std::string>& models, const std::string& outDir,
+                    size_t jobs, const std::string& shardText, const PipelineFlags& given,
+                    const ExternalOptions& external) {
+  PipelineFlags flags = given;
+  if (flags.dryRun && flags.report.empty()) flags.report = "-";  // a dry run's result is its report
+  // Parsed once, every rule error before any model is read; the passes are
+  // immutable and shared by every model.
+  const RuleFile rules = loadRules(rulesPath);
+  if (outDir.empty()) usageError("several models need --out-dir DIR (outputs keep their input's file name)");
+  std::vector<std::string> inputs = shardInputs(models, shardText.empty() ? Shard{} : Shard::parse(shardText));
+  std::error_code ec;
+  fs::create_directories(outDir, ec);
+  if (!fs::is_directory(outDir)) usageError("--out-dir '" + outDir + "' is not a folder");
+  std::vector<BatchItem> items;
+  std::set<std::string> names;
+  for (const auto& input : inputs) {
+    if (input == "-") usageError("standard input cannot be one of several models");
+    BatchItem item;
+    item.input = input;
+    item.output = (fs::path(outDir) / fs::path(input).filename()).string();
+    if (!names.insert(fs::path(input).filename().string()).second)
+      usageError("two inputs are named '" + fs::path(input).filename().string() + "': their outputs would collide in --out-dir");
+    if (fs::equivalent(item.input, item.output, ec)) usageError("refusing to overwrite the input '" + input + "'; choose another --out-dir");
+    items.push_back(std::move(item));
+  }
+  bool tty = isatty(STDERR_FILENO) && !flags.quiet;
+  auto job = [&](BatchItem& item) {
+    auto model = loadModel(item.input);
+    PassManager pm(flags.options());
+    for (const auto& p : rules.passes) pm.add(p);
+    auto report = pm.run(*model);
+    if (!flags.dryRun) writeModel(*model, item.output, external.writeOptions());
+    if (!flags.report.empty()) item.report = std::move(report);
+  };
+  auto progress = [&](const BatchItem& item, size_t done, size_t failed) {
+    if (tty) {
+      size_t width = 30, filled = width * done / items.size();
+      std::cerr << "\r[" << std::string(filled, '=') << std::string(width - filled, ' ') << "] " << done << "/"
+                << items.size() << (failed ? " (" + std::to_string(failed) + " failed)" : std::string()) << std::flush;
+      if (done == items.size()) std::cerr << "\n";
+    } else if (!flags.quiet) {
+      std::cerr << "graphrw: [" << done << "/" << items.size() << "] " << item.input << ": "
+                << (item.ok ? (flags.dryRun ? "checked (dry run)" : "converted") : "failed") << "\n";
+    }
+  };
+  runBatch(items, jobs, job, progress);
+  size_t failed = 0;
+  nlohmann::json reports = nlohmann::json::array();
+  for (const auto& item : items) {
+    if (!item.ok) ++failed;
+    reports.push_back({{"model", item.input},
+                       {"output", item.ok && !flags.dryRun ? item.output : ""},
+                       {"ok", item.ok},
+                       {"error", item.error},
+                       {"passes", item.report}});
+  }
+  std::cerr << "graphrw: converted " << items.size() - failed << ", failed " << failed << "\n";
+  for (const auto& item : items)
+    if (!item.ok)
+      std::cerr << "graphrw:   " << (item.error.rfind(item.input, 0) == 0 ? item.error : item.input + ": " + item.error)
+                << "\n";
+  if (!flags.report.empty())
+    writeText(flags.report, nlohmann::json{{"rules", rulesPath}, {"models", reports}}.dump(2) + "\n");
+  return failed ? static_cast<int>(ExitCode::BadInput) : 0;
+}
+
+// "rules/expand-bert.rules.json" -> "expand-bert"
+std::string rulesTag(const std::string& rulesPath) {
+  std::string name = fs::path(rulesPath).filename().string();
+  for (std::string_view ext : {".json", ".rules"})
+    if (name.size() > ext.size() && name.ends_with(ext)) name.resize(name.size() - ext.size());
+  return name.empty() ? "rewritten" : name;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"graphrw: rewrite ONNX graphs for Graphcore IPUs and any ONNX backend"};
+  app.name("graphrw");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("graphrw ") + GRAPHRW_VERSION);
+  int verbosity = 0;
+  bool quiet = false;
+  app.add_flag("-v,--verbose", verbosity, "More logging on stderr (-vv for trace)");
+  app.add_flag("-q,--quiet", quiet, "Only errors on stderr");
+
+  std::string input, output;
+  bool json = false;
+
+  auto* inspect = app.add_subcommand("inspect", "Summarise a model: opsets, ops, functions, weights, PopART attributes");
+  inspect->add_option("model", input, "ONNX model, or - for stdin")->required();
+  inspect->add_flag("--json", json, "Print JSON");
+
+  ExternalOptions external;
+  auto* convert = app.add_subcommand("convert", "Load and write a model again (external data conversion)");
+  convert->add_option("model", input, "ONNX model, or - for stdin")->required();
+  convert->add_option("-o,--output", output, "Output file, or - for stdout (default: MODEL.converted.onnx)");
+  external.add(convert);
+
+  // One subcommand per registered pass (passes/), generated from its declaration.
+  PassCommands passCommands(app);
+
+  std::string rulesPath, outDir, shard;
+  std::vector<std::string> runModels;
+  size_t jobs = 1;
+  PipelineFlags runFlags;
+  ExternalOptions runExternal;
+  auto* run = app.add_subcommand("run", "Run the passes of a rule file (docs/rules.md) on one model or many");
+  run->add_option("rules", rulesPath, "Rule file (JSON; graphrw schema prints its schema)")->required();
+  run->add_option("models", runModels, "ONNX model(s); - for stdin (one model only)")->required();
+  run->add_option("-o,--output", output, "Output file, or - for stdout (one model; default: MODEL.RULES.onnx)");
+  run->add_option("--out-dir", outDir, "Folder for the outputs of several models (each keeps its input's name)");
+  run->add_option("-j,--jobs", jobs, "Models converted at once")->capture_default_str()->check(CLI::Range(1, 256));
+  run->add_option("--shard", shard, "Take share I of N (0 <= I < N) of the sorted inputs");
+  runFlags.add(run);
+  runExternal.add(run);
+
+  auto* schema = app.add_subcommand("schema", "Print the JSON Schema of rule files (draft 2020-12)");
+
+  auto* validate = app.add_subcommand("validate", "ONNX checker, strict shape inference, IR verifier, PopART attribute types");
+  validate->add_option("model", input, "ONNX model, or - for stdin")->required();
+  validate->add_flag("--json", json, "Print JSON");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::string msg = e.what();
+    std::cerr << "graphrw: error: " << msg << " (see graphrw --help)\n";
+    return static_cast<int>(ExitCode::Usage);
+  }
+  setupLogging(verbosity, quiet);
+  registerGraphcoreOps();
+
+  try {
+    if (auto status = passCommands.runParsed()) return *status;
+    if (inspect->parsed()) {
+      auto model = loadModel(input);
+      auto summary = inspectModel(*model);
+      if (json) std::cout << summary.dump(2) << "\n";
+      else std::cout << renderInspection(summary);
+      releaseAtExit(model);
+      return 0;
+    }
+    if (convert->parsed()) {
+      std::string out = outputPath(input, output, "converted");
+      auto model = loadModel(input);
+      writeOut(*model, out, external.writeOptions());
+      releaseAtExit(model);
+      return 0;
+    }
+    if (run->parsed() && (runModels.size() > 1 || !outDir.empty() || !shard.empty())) {
+      if (!output.empty()) usageError("-o is for one model; several models go to --out-dir");
+      runFlags.quiet = quiet;
+      return runBatchCommand(rulesPath, runModels, outDir, jobs, shard, runFlags, runExternal);
+    }
+    if (run->parsed()) {
+      input = runModels.front();
+      RuleFile rules = loadRules(rulesPath);  // every error before the model is even read
+      std::string out = outputPath(input, output, rulesTag(rulesPath));
+      return runPipeline(input, out, std::move(rules.passes), runFlags, runExternal);
+    }
+    if (schema->parsed()) {
+      std::cout << ruleFileSchema().dump(2) << "\n";
+      return 0;
+    }
+    if (validate->parsed()) {
+      auto model = loadModel(input);
+      auto findings = validateModel(*model);
+      if (json) {
+        nlohmann::json j;
+        j["valid"] = findings.empty();
+        j["findings"] = nlohmann::json::array();
+        for (const auto& f : findings) j["findings"].push_back({{"check", f.check}, {"where", f.where}, {"message", f.message}});
+        std::cout << j.dump(2) << "\n";
+      } else {
+        for (const auto& f : findings) {
+          std::string msg = f.message;
+          std::replace(msg.begin(), msg.end(), '\n', ' ');
+          std::cout << f.check << ": " << f.where << ": " << msg << "\n";
+        }
+        if (findings.empty()) std::cout << input << ": valid\n";
+      }
+      releaseAtExit(model);
+      return findings.empty() ? 0 : static_cast<int>(ExitCode::Findings);
+    }
+  } catch (const Error& e) {
+    std::cerr << "graphrw: error: " << e.what() << "\n";
+    return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    std::cerr << "graphrw: internal error: " << e.what() << "\n";
+    return static_cast<int>(ExitCode::Internal);
+  }
+  return static_cast<int>(ExitCode::Usage);
+}
+
+}  // namespace graphrw::cli

@@ -1,0 +1,28 @@
+// Protobuf messages -> IR objects: the model, a function, an attribute. The
+// loader (lib/io) calls it on what it parsed; the Rewriter calls it to turn
+// an AttributeProto into an IR attribute; analyses call it for functions they
+// build (schema bodies, converted bodies, templates).
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <memory>
+#include <vector>
+
+#include "buffer.h"
+#include "external_data.h"
+#include "ir.h"
+
+namespace graphrw::ir {
+
+// Consumes `proto`. `payloads` are the views the wire stripper took out of
+// it (TensorProto placeholders index them); external data resolves through
+// `external`. Throws Error(BadInput) naming what is wrong, e.g. a cycle.
+std::unique_ptr<Model> buildModel(onnx::ModelProto& proto, const std::vector<Bytes>& payloads,
+                                  std::shared_ptr<ExternalFiles> external);
+// A function for `model` (not added to its library), e.g. a schema's body.
+std::unique_ptr<Function> buildFunction(Model& model, onnx::FunctionProto proto);
+// An attribute of `node` in `owner` built from its proto, subgraphs included, as the loader builds them.
+Attribute buildAttribute(Model& model, Graph& owner, Node* node, onnx::AttributeProto proto);
+
+}  // namespace graphrw::ir

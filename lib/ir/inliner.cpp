@@ -1,0 +1,223 @@
+#include "inliner.h"
+
+#include "error.h"
+
+namespace graphrw {
+
+using namespace ir;
+
+std::string joinName(const std::string& prefix, const std::string& name) {
+  if (prefix.empty()) return name;
+  if (!name.empty() && name.front() == '/') return prefix + name;
+  return prefix + "/" + name;
+}
+
+AttributeEnv AttributeEnv::of(const Node& call) {
+  AttributeEnv env;
+  for (const auto& a : call.attributes()) env.call[a.name()] = &a;
+  return env;
+}
+
+// Copies bodies into graphs; a friend of the IR's classes (ir.h), like the Rewriter.
+class ir::InlineCopier {
+ public:
+  InlineCopier(Rewriter& rw, const AttributeEnv& env, const std::string& prefix, InlineResult& result)
+      : rw_(rw), env_(env), prefix_(prefix), result_(result) {}
+
+  Value* mapped(const Value* v) const {
+    if (!v) return nullptr;
+    auto it = result_.valueMap.find(v);
+    // Not defined in the body: an outer-scope value of the enclosing graph.
+    return it == result_.valueMap.end() ? const_cast<Value*>(v) : it->second;
+  }
+
+  Value* freshValue(Graph& target, const Value* inner) {
+    Value* v = target.addFreshValue(joinName(prefix_, inner->name()));
+    if (inner->type()) v->setType(*inner->type());
+    result_.valueMap[inner] = v;
+    return v;
+  }
+
+  // A copy of `src` in `target` before `before`; outputs bound in `bound` are adopted.
+  Node* node(const Node& src, Graph& target, const Node* before, const std::map<const Value*, Value*>& bound) {
+    Rewriter::NodeSpec spec;
+    spec.name = joinName(prefix_, src.name().empty() ? src.opType() : src.name());
+    spec.opType = src.opType();
+    spec.domain = src.domain();
+    for (const Value* in : src.inputs()) spec.inputs.push_back(mapped(in));
+    spec.outputs.assign(src.outputs().size(), std::string());
+    Node* n = rw_.createNode(target, before, std::move(spec));
+    if (!src.overload().empty()) IrAccess::setIdentity(*n, n->name(), n->opType(), n->domain(), src.overload());
+    if (src.hasResidual()) n->mutableResidual() = src.residual();
+    n->setPresence(src.presence());
+    for (size_t i = 0; i < src.outputs().size(); ++i) {
+      const Value* out = src.outputs()[i];
+      if (!out) continue;
+      auto b = bound.find(out);
+      if (b != bound.end()) {
+        rw_.adoptOutput(n, i, b->second);
+        result_.valueMap[out] = b->second;
+      } else {
+        Value* v = freshValue(target, out);
+        IrAccess::outputs(*n)[i] = v;
+        IrAccess::setProducer(*v, n, static_cast<int>(i));
+      }
+    }
+    for (const auto& a : src.attributes())
+      if (auto copy = attribute(a, target, n)) n->attrs_.push_back(std::move(*copy));
+    return n;
+  }
+
+  std::optional<Attribute> attribute(const Attribute& a, Graph& owner, Node* node) {
+    if (a.isRef()) {
+      const std::string& ref = a.proto.ref_attr_name();
+      if (auto it = env_.call.find(ref); it != env_.call.end()) {
+        Attribute copy = plainCopy(*it->second, owner, node);
+        copy.proto.set_name(a.name());
+        return copy;
+      }
+      if (auto it = env_.defaults.find(ref); it != env_.defaults.end()) {
+        Attribute copy;
+        copy.proto = it->second;
+        copy.proto.set_name(a.name());
+        copy.proto.clear_ref_attr_name();
+        if (copy.proto.has_t()) {
+          copy.t = std::make_unique<Tensor>(copy.proto.t());
+          copy.proto.clear_t();
+        }
+        if (copy.proto.has_g() || copy.proto.graphs_size() > 0 || copy.proto.tensors_size() > 0)
+          badInput("attribute '" + ref + "': graph- or tensor-list-valued defaults are not supported");
+        return copy;
+      }
+      return std::nullopt;  // neither set nor defaulted: the op's schema default applies
+    }
+    return deepCopy(a, owner, node);
+  }
+
+  // A call's attribute value, copied as it is (its graphs have no body refs).
+  Attribute plainCopy(const Attribute& a, Graph& owner, Node* node) {
+    InlineCopier identity(rw_, AttributeEnv{}, prefix_, scratch_);
+    return identity.deepCopy(a, owner, node);
+  }
+
+  Attribute deepCopy(const Attribute& a, Graph& owner, Node* node) {
+    Attribute copy;
+    copy.proto = a.proto;
+    copy.proto.clear_ref_attr_name();
+    if (a.isRef()) copy.proto.set_ref_attr_name(a.proto.ref_attr_name());
+    if (a.t) copy.t = std::make_unique<Tensor>(*a.t);
+    copy.tensors = a.tensors;
+    if (a.g) copy.g = graph(*a.g, owner, node);
+    for (const auto& g : a.graphs) copy.graphs.push_back(graph(*g, owner, node));
+    return copy;
+  }
+
+  static InlineResult inlineBody(Rewriter& rw, Node* call, const Graph& body, const AttributeEnv& env,
+                                 const std::string& prefix);
+
+  std::unique_ptr<Graph> graph(const Graph& src, Graph& parent, Node* parentNode) {
+    auto g = std::make_unique<Graph>(parent.model(), &parent.names(), &parent.nodeNames(), &parent, parentNode);
+    g->mutableResidual() = src.residual();
+    for (const auto& vi : src.inputs()) g->addInput(freshValue(*g, vi.value), vi.info);
+    for (const auto& init : src.initializers()) {
+      Value* v = result_.valueMap.count(init.value) ? result_.valueMap[init.value] : freshValue(*g, init.value);
+      g->addInitializer(v, std::make_unique<Tensor>(*init.tensor));
+    }
+    for (const auto& sp : src.sparseInitializers()) {
+      Value* v = result_.valueMap.count(sp.value) ? result_.valueMap[sp.value] : freshValue(*g, sp.value);
+      g->addSparseInitializer(v, sp.proto);
+    }
+    for (const auto& n : src.nodes()) node(*n, *g, nullptr, {});
+    for (const auto& vi : src.outputs()) g->addOutput(mapped(vi.value), vi.info);
+    for (const auto& vi : src.valueInfo())
+      if (Value* v = mapped(vi.value); v->graph() == g.get()) g->addValueInfo(v, vi.info);
+    return g;
+  }
+
+ private:
+  Rewriter& rw_;
+  const AttributeEnv& env_;
+  const std::string& prefix_;
+  InlineResult& result_;
+  InlineResult scratch_;
+};
+
+InlineResult inlineBody(Rewriter& rw, Node* call, const Graph& body, const AttributeEnv& env, const std::string& prefix) {
+  return InlineCopier::inlineBody(rw, call, body, env, prefix);
+}
+
+InlineResult InlineCopier::inlineBody(Rewriter& rw, Node* call, const Graph& body, const AttributeEnv& env,
+                                      const std::string& prefix) {
+  Graph& target = *call->graph();
+  InlineResult result;
+  InlineCopier copier(rw, env, prefix, result);
+
+  if (call->inputs().size() > body.inputs().size())
+    badInput("node '" + call->name() + "' (" + opName(*call) + ") has " + std::to_string(call->inputs().size()) +
+             " inputs but its body takes " + std::to_string(body.inputs().size()));
+  if (call->outputs().size() > body.outputs().size())
+    badInput("node '" + call->name() + "' (" + opName(*call) + ") has " + std::to_string(call->outputs().size()) +
+             " outputs but its body gives " + std::to_string(body.outputs().size()));
+
+  // Formal inputs bind to the actual values; a missing optional stays missing.
+  for (size_t i = 0; i < body.inputs().size(); ++i)
+    result.valueMap[body.inputs()[i].value] = call->input(i);
+
+  // Constants of a callee graph (initializers) join the enclosing scope.
+  for (const auto& init : body.initializers()) {
+    if (!target.parent() && target.owningFunction()) {  // a function body itself holds no initializers
+      Rewriter::NodeSpec spec{joinName(prefix, init.value->name()), "Constant", "", {}, {joinName(prefix, init.value->name())}};
+      Node* c = rw.createNode(target, call, std::move(spec));
+      Attribute value;
+      value.proto.set_name("value");
+      value.proto.set_type(onnx::AttributeProto::TENSOR);
+      value.t = std::make_unique<Tensor>(*init.tensor);
+      value.t->mutableProto().clear_name();
+      c->attrs_.push_back(std::move(value));
+      result.valueMap[init.value] = c->output(0);
+    } else {
+      Value* v = copier.freshValue(target, init.value);
+      target.addInitializer(v, std::make_unique<Tensor>(*init.tensor));
+    }
+  }
+  if (!body.sparseInitializers().empty())
+    badInput("node '" + call->name() + "': inlining a body with sparse initializers is not supported");
+
+  // Body outputs produced by a body node take over the call's output values
+  // (so their names never change); the others go through an Identity.
+  std::map<const Value*, Value*> bound;
+  std::vector<std::pair<size_t, const Value*>> viaIdentity;
+  for (size_t j = 0; j < call->outputs().size(); ++j) {
+    Value* actual = call->output(j);
+    if (!actual) continue;
+    const Value* formal = body.outputs()[j].value;
+    bool producedInBody = formal->producer() && formal->graph() == &body;
+    if (producedInBody && !bound.count(formal)) bound[formal] = actual;
+    else viaIdentity.emplace_back(j, formal);
+  }
+
+  for (const auto& n : body.nodes()) result.created.push_back(copier.node(*n, target, call, bound));
+
+  for (const auto& [j, formal] : viaIdentity) {
+    Value* actual = call->output(j);
+    Value* source = copier.mapped(formal);
+    if (!source) badInput("node '" + call->name() + "': output " + std::to_string(j) + " of its body is a missing input");
+    Rewriter::NodeSpec spec{joinName(prefix, "Identity"), "Identity", "", {source}, {""}};
+    Node* id = rw.createNode(target, call, std::move(spec));
+    rw.adoptOutput(id, 0, actual);
+    result.created.push_back(id);
+  }
+
+  for (const auto& vi : body.valueInfo()) {
+    auto it = result.valueMap.find(vi.value);
+    if (it == result.valueMap.end() || !it->second || it->second->graph() != &target) continue;
+    if (bound.count(vi.value)) continue;  // the call's own outputs keep their own value_info
+    if (it->second->isGraphInput() || it->second->graphOutputCount() > 0) continue;
+    target.addValueInfo(it->second, vi.info);
+  }
+
+  rw.eraseNode(call);
+  return result;
+}
+
+}  // namespace graphrw

@@ -1,0 +1,380 @@
+#include "ir.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "error.h"
+#include "external_data.h"
+#include "wire.h"
+
+namespace graphrw::ir {
+
+// ---------------------------------------------------------------------------
+// Tensor
+
+int64_t Tensor::elementCount() const {
+  int64_t n = 1;
+  for (int64_t d : proto_.dims()) n *= d;
+  return n;
+}
+
+Bytes Tensor::externalBytes() const {
+  if (!external_) badInput("tensor '" + name() + "': external data has no folder to be read from");
+  return external_->read(parseExternalRef(proto_), name());
+}
+
+uint64_t Tensor::storedBytes() const {
+  if (raw_) return raw_->size;
+  if (isExternal()) {
+    auto ref = parseExternalRef(proto_);
+    if (ref.length) return *ref.length;
+    return static_cast<uint64_t>(std::max<int64_t>(0, elementCount())) * elementSize(dataType());
+  }
+  const auto& p = proto_;
+  if (p.has_raw_data()) return p.raw_data().size();
+  uint64_t n = p.float_data_size() * 4ull + p.int32_data_size() * 4ull + p.int64_data_size() * 8ull +
+               p.double_data_size() * 8ull + p.uint64_data_size() * 8ull;
+  for (const auto& s : p.string_data()) n += s.size();
+  return n;
+}
+
+// ---------------------------------------------------------------------------
+// Node
+
+const Attribute* Node::attribute(std::string_view name) const {
+  for (const auto& a : attrs_)
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+Attribute* Node::mutableAttribute(std::string_view name) {
+  for (auto& a : attrs_)
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+std::vector<Graph*> Node::subgraphs() const {
+  std::vector<Graph*> result;
+  forEachSubgraph([&](Graph& g) { result.push_back(&g); });
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// Graph
+
+Value* Graph::findLocal(std::string_view name) const {
+  Value* const* v = byName_.find(name);
+  return v ? *v : nullptr;
+}
+
+Value* Graph::find(std::string_view name) const {
+  for (const Graph* g = this; g != nullptr; g = g->parent_)
+    if (Value* v = g->findLocal(name)) return v;
+  return nullptr;
+}
+
+namespace {
+std::unique_ptr<Value> newValue() { return std::make_unique<Value>(); }
+}  // namespace
+
+Value* Graph::addValue(const std::string& name) {
+  auto value = newValue();
+  IrAccess::setName(*value, name);
+  Value* raw = value.get();
+  if (!byName_.emplace(raw->name(), raw).second) badInput("value '" + name + "' is defined twice");
+  names_->insert(name);
+  IrAccess::place(*value, this, values_.size());
+  values_.push_back(std::move(value));
+  return raw;
+}
+
+Value* Graph::addFreshValue(const std::string& base) {
+  auto value = newValue();
+  IrAccess::setName(*value, names_->fresh(base));  // reserved in the table by fresh()
+  Value* raw = value.get();
+  if (!byName_.emplace(raw->name(), raw).second) fail(ExitCode::Internal, "fresh name '" + raw->name() + "' is in use");
+  IrAccess::place(*value, this, values_.size());
+  values_.push_back(std::move(value));
+  return raw;
+}
+
+void Graph::reserve(size_t values) {
+  values_.reserve(values);
+  byName_.reserve(values);
+}
+
+void Graph::reserveMore(size_t values, size_t nodes) {
+  reserve(values_.size() + values);
+  names_->reserveMore(values);
+  nodeNames_->reserveMore(nodes);
+}
+
+void Graph::addInput(Value* v, onnx::ValueInfoProto info) {
+  v->graphInput_ = true;
+  if (info.has_type() && !v->type_) v->type_ = info.type();
+  inputs_.push_back({v, std::move(info)});
+}
+
+void Graph::addOutput(Value* v, onnx::ValueInfoProto info) {
+  v->graphOutputs_++;
+  if (info.has_type() && !v->type_) v->type_ = info.type();
+  outputs_.push_back({v, std::move(info)});
+}
+
+void Graph::addValueInfo(Value* v, onnx::ValueInfoProto info) {
+  if (info.has_type()) v->type_ = info.type();
+  v->valueInfos_++;
+  valueInfo_.push_back({v, std::move(info)});
+}
+
+void Graph::addInitializer(Value* v, std::unique_ptr<Tensor> tensor) {
+  v->initializer_ = tensor.get();
+  if (!v->type_) {
+    onnx::TypeProto type;
+    auto* tt = type.mutable_tensor_type();
+    tt->set_elem_type(tensor->dataType());
+    auto* shape = tt->mutable_shape();
+    for (int64_t d : tensor->proto().dims()) shape->add_dim()->set_dim_value(d);
+    v->type_ = std::move(type);
+  }
+  initializers_.push_back({v, std::move(tensor)});
+}
+
+void Graph::addSparseInitializer(Value* v, onnx::SparseTensorProto proto) {
+  v->sparseInitializer_ = true;
+  sparse_.push_back({v, std::move(proto)});
+}
+
+Node* Graph::appendNode(std::unique_ptr<Node> node) { return insertNode(nodes_.end(), std::move(node)); }
+
+Node* Graph::insertNode(std::list<std::unique_ptr<Node>>::const_iterator before, std::unique_ptr<Node> node) {
+  node->graph_ = this;
+  Node* raw = node.get();
+  raw->self_ = nodes_.insert(before, std::move(node));
+  return raw;
+}
+
+void Graph::eraseValue(Value* v) {
+  assert(v->graph_ == this);
+  if (!v->uses_.empty() || v->producer_ || v->graphOutputs_ > 0 || v->graphInput_)
+    fail(ExitCode::Internal, "erasing value '" + v->name_ + "' that is still defined or used");
+  if (v->initializer_) removeInitializer(v);
+  if (v->valueInfos_ > 0)
+    valueInfo_.erase(std::remove_if(valueInfo_.begin(), valueInfo_.end(),
+                                    [v](const ValueInfo& vi) { return vi.value == v; }),
+                     valueInfo_.end());
+  byName_.erase(v->name_);
+  names_->erase(v->name_);
+  size_t slot = v->slot_;
+  if (slot + 1 != values_.size()) {
+    values_[slot] = std::move(values_.back());
+    values_[slot]->slot_ = slot;
+  }
+  values_.pop_back();
+}
+
+void Graph::removeInitializer(Value* v) {
+  auto it = std::find_if(initializers_.begin(), initializers_.end(),
+                         [v](const Initializer& i) { return i.value == v; });
+  if (it != initializers_.end()) initializers_.erase(it);
+  v->initializer_ = nullptr;
+}
+
+void Graph::setOutputValue(size_t index, Value* v) {
+  outputs_.at(index).value->graphOutputs_--;
+  outputs_[index].value = v;
+  v->graphOutputs_++;
+}
+
+void Graph::addUse(Value* v, Node* n, int index) {
+  if (v) v->uses_.push_back({n, index});
+}
+
+void Graph::removeUse(Value* v, Node* n, int index) {
+  if (!v) return;
+  auto& uses = v->uses_;
+  auto it = std::find(uses.begin(), uses.end(), Use{n, index});
+  assert(it != uses.end());
+  if (it != uses.end()) {
+    *it = uses.back();
+    uses.pop_back();
+  }
+}
+
+Function* Graph::owningFunction() const {
+  const Graph* g = this;
+  while (g->parent_) g = g->parent_;
+  return g->function_;
+}
+
+void Graph::walkGraphs(const std::function<void(Graph&)>& fn) {
+  fn(*this);
+  for (const auto& node : nodes_) node->forEachSubgraph([&](Graph& sub) { sub.walkGraphs(fn); });
+}
+
+// ---------------------------------------------------------------------------
+// Function
+
+std::string FunctionKey::str() const {
+  std::string s = (domain.empty() ? std::string() : domain + "::") + name;
+  if (!overload.empty()) s += ":" + overload;
+  return s;
+}
+
+namespace {
+
+// Fills a scope's name tables from every graph below `top` (subgraphs share them).
+void fillValueNames(Graph& top, NameTable& t) {
+  top.walkGraphs([&](Graph& g) {
+    NameFiller::reserve(t, t.size() + g.valueCount());
+    for (const auto& v : g.values()) NameFiller::add(t, v->name());
+  });
+}
+void fillNodeNames(Graph& top, NameTable& t) {
+  top.walkGraphs([&](Graph& g) {
+    for (const auto& n : g.nodes())
+      if (!n->name().empty()) NameFiller::add(t, n->name());
+  });
+}
+
+}  // namespace
+
+Function::Function(Model* model)
+    : body_(std::make_unique<Graph>(model, &names_, &nodeNames_, nullptr, nullptr)) {
+  body_->function_ = this;
+  names_.setFiller([this](NameTable& t) { fillValueNames(*body_, t); });
+  nodeNames_.setFiller([this](NameTable& t) { fillNodeNames(*body_, t); });
+}
+
+std::vector<onnx::AttributeProto> Function::attributeDefaults() const {
+  std::vector<onnx::AttributeProto> result;
+  for (const std::string& bytes : wire::lenFields(residual_.unknown_fields(), 11)) {
+    onnx::AttributeProto a;
+    if (!a.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+      badInput("function " + key_.str() + ": malformed attribute_proto");
+    result.push_back(std::move(a));
+  }
+  return result;
+}
+
+std::vector<std::string> Function::attributeNames() const {
+  std::vector<std::string> names(residual_.attribute().begin(), residual_.attribute().end());
+  for (const auto& a : attributeDefaults()) names.push_back(a.name());
+  return names;
+}
+
+std::map<std::string, int64_t> Function::opsetImports() const {
+  std::map<std::string, int64_t> result;
+  for (const auto& op : residual_.opset_import()) result[op.domain() == "ai.onnx" ? "" : op.domain()] = op.version();
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// Model
+
+Model::Model() : graph_(std::make_unique<Graph>(this, &names_, &nodeNames_, nullptr, nullptr)) {
+  names_.setFiller([this](NameTable& t) { fillValueNames(*graph_, t); });
+  nodeNames_.setFiller([this](NameTable& t) { fillNodeNames(*graph_, t); });
+}
+
+std::map<std::string, int64_t> Model::opsetImports() const {
+  std::map<std::string, int64_t> result;
+  for (const auto& op : residual_.opset_import()) result[op.domain() == "ai.onnx" ? "" : op.domain()] = op.version();
+  return result;
+}
+
+std::optional<int64_t> Model::opsetVersion(const std::string& domain) const {
+  for (const auto& op : residual_.opset_import())
+    if (op.domain() == domain || (isDefaultDomain(op.domain()) && isDefaultDomain(domain))) return op.version();
+  return std::nullopt;
+}
+
+void Model::setOpsetImport(const std::string& domain, int64_t version) {
+  for (auto& op : *residual_.mutable_opset_import()) {
+    if (op.domain() == domain || (isDefaultDomain(op.domain()) && isDefaultDomain(domain))) {
+      op.set_version(version);
+      return;
+    }
+  }
+  auto* op = residual_.add_opset_import();
+  op->set_domain(domain);
+  op->set_version(version);
+}
+
+Function* Model::findFunction(const FunctionKey& key) const {
+  auto it = functionIndex_.find(key);
+  return it == functionIndex_.end() ? nullptr : it->second;
+}
+
+Function* Model::findFunction(std::string_view domain, std::string_view name, std::string_view overload) const {
+  if (functionNames_.find(name) == functionNames_.end()) return nullptr;
+  return findFunction(FunctionKey{std::string(domain), std::string(name), std::string(overload)});
+}
+
+Function* Model::addFunction(std::unique_ptr<Function> fn) {
+  Function* raw = fn.get();
+  if (!functionIndex_.emplace(fn->key(), raw).second) badInput("function " + fn->key().str() + " is defined twice");
+  functionNames_[fn->key().name]++;
+  functions_.push_back(std::move(fn));
+  return raw;
+}
+
+void Model::removeFunction(const Function* fn) {
+  functionIndex_.erase(fn->key());
+  if (auto it = functionNames_.find(fn->key().name); it != functionNames_.end() && --it->second == 0)
+    functionNames_.erase(it);
+  functions_.erase(std::remove_if(functions_.begin(), functions_.end(),
+                                  [fn](const std::unique_ptr<Function>& f) { return f.get() == fn; }),
+                   functions_.end());
+}
+
+void Model::walkGraphs(const std::function<void(Graph&)>& fn) {
+  graph_->walkGraphs(fn);
+  for (const auto& f : functions_) f->body().walkGraphs(fn);
+}
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+bool isDefaultDomain(std::string_view domain) { return domain.empty() || domain == "ai.onnx"; }
+
+std::string nodeLabel(const Node& node) { return "node '" + node.name() + "' (" + opName(node) + ")"; }
+
+std::string opName(const Node& node) {
+  return (isDefaultDomain(node.domain()) ? std::string("ai.onnx") : node.domain()) + "::" + node.opType();
+}
+
+size_t elementSize(int32_t t) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: case onnx::TensorProto::INT32: case onnx::TensorProto::UINT32: return 4;
+    case onnx::TensorProto::UINT8: case onnx::TensorProto::INT8: case onnx::TensorProto::BOOL: return 1;
+    case onnx::TensorProto::UINT16: case onnx::TensorProto::INT16: case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16: return 2;
+    case onnx::TensorProto::INT64: case onnx::TensorProto::UINT64: case onnx::TensorProto::DOUBLE:
+    case onnx::TensorProto::COMPLEX64: return 8;
+    case onnx::TensorProto::COMPLEX128: return 16;
+    default: return 0;
+  }
+}
+
+const char* dataTypeName(int32_t t) {
+  static const char* names[] = {"undefined", "float", "uint8",  "int8",   "uint16",    "int16",
+                                "int32",     "int64", "string", "bool",   "float16",   "double",
+                                "uint32",    "uint64", "complex64", "complex128", "bfloat16"};
+  return t >= 0 && t < static_cast<int32_t>(std::size(names)) ? names[t] : "unknown";
+}
+
+// protobuf's own names for AttributeProto.AttributeType ("FLOAT", "INTS", ...).
+std::string attributeTypeName(int t) {
+  if (onnx::AttributeProto_AttributeType_IsValid(t))
+    return onnx::AttributeProto_AttributeType_Name(static_cast<onnx::AttributeProto_AttributeType>(t));
+  return "type " + std::to_string(t);
+}
+
+std::optional<onnx::AttributeProto_AttributeType> attributeTypeFromName(std::string_view name) {
+  onnx::AttributeProto_AttributeType t;
+  if (onnx::AttributeProto_AttributeType_Parse(std::string(name), &t)) return t;
+  return std::nullopt;
+}
+
+}  // namespace graphrw::ir

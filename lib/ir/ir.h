@@ -1,0 +1,438 @@
+// graphrw's IR: a Model owning a main Graph and a library of Functions; Graphs
+// own Nodes (in order) and Values; Values know their producer and their uses.
+// Everything ONNX carries that the IR does not model is kept in a "residual"
+// protobuf message per object, so a load followed by a write is lossless.
+// Edits go through ir::Rewriter (rewriter.h), which keeps use-lists right:
+// every mutator below is private, reachable only from the IR's own code, the
+// builder (builder.h), the Rewriter and the inliner. Passes get const views
+// and non-const handles whose public members only read.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "buffer.h"
+#include "flat_map.h"
+#include "name_table.h"
+
+namespace graphrw::ir {
+
+class Graph;
+class Node;
+class Model;
+class Function;
+class ExternalFiles;
+class Builder;
+class Rewriter;
+class InlineCopier;
+class IrAccess;
+namespace testing {
+struct Corruptor;  // tests/unit/test_verifier.cpp: builds broken IR on purpose
+}
+
+// The classes allowed to edit the IR.
+#define GRAPHRW_IR_EDITORS          \
+  friend class ::graphrw::ir::IrAccess;     \
+  friend class ::graphrw::ir::Builder;      \
+  friend class ::graphrw::ir::Rewriter;     \
+  friend class ::graphrw::ir::InlineCopier; \
+  friend struct ::graphrw::ir::testing::Corruptor
+
+// ---------------------------------------------------------------------------
+// Tensor: the metadata as ONNX keeps it (dims, data type, name, typed repeated
+// fields, external_data entries) plus the raw bytes as a view that is never
+// copied between loader and writer.
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(onnx::TensorProto proto) : proto_(std::move(proto)) {}
+
+  const std::string& name() const { return proto_.name(); }
+  int32_t dataType() const { return proto_.data_type(); }
+  std::vector<int64_t> dims() const { return {proto_.dims().begin(), proto_.dims().end()}; }
+  int64_t elementCount() const;
+  bool isExternal() const { return proto_.data_location() == onnx::TensorProto::EXTERNAL; }
+
+  // The metadata. Its raw_data is empty when the payload is a view.
+  const onnx::TensorProto& proto() const { return proto_; }
+  onnx::TensorProto& mutableProto() { return proto_; }
+
+  // Raw bytes held as a view (large raw_data, or external data once loaded).
+  const std::optional<Bytes>& rawView() const { return raw_; }
+  void setRawView(Bytes bytes) { raw_ = std::move(bytes); }
+  void clearRawView() { raw_.reset(); }
+
+  // The external file this tensor's data lives in, when isExternal().
+  const std::shared_ptr<ExternalFiles>& externalFiles() const { return external_; }
+  void setExternalFiles(std::shared_ptr<ExternalFiles> files) { external_ = std::move(files); }
+  // Reads (maps) external data on first use. Throws Error(BadInput).
+  Bytes externalBytes() const;
+  // Size in bytes of the tensor's data as stored (raw, typed or external).
+  uint64_t storedBytes() const;
+
+ private:
+  onnx::TensorProto proto_;
+  std::optional<Bytes> raw_;
+  std::shared_ptr<ExternalFiles> external_;
+};
+
+// ---------------------------------------------------------------------------
+class Value;
+
+struct Use {
+  Node* node;
+  int index;
+  bool operator==(const Use& o) const { return node == o.node && index == o.index; }
+};
+
+class Value {
+ public:
+  const std::string& name() const { return name_; }
+  Graph* graph() const { return graph_; }
+  Node* producer() const { return producer_; }
+  int producerIndex() const { return producerIndex_; }
+  const std::vector<Use>& uses() const { return uses_; }
+  bool isGraphInput() const { return graphInput_; }
+  bool isInitializer() const { return initializer_ != nullptr; }
+  const Tensor* initializer() const { return initializer_; }
+  bool isSparseInitializer() const { return sparseInitializer_; }
+  int graphOutputCount() const { return graphOutputs_; }
+  // Defined without a producer node: a graph input, an initializer, or a
+  // function's formal input.
+  bool isSource() const { return producer_ == nullptr; }
+
+  // The best type known: from value_info, the graph input/output, or the initializer.
+  const onnx::TypeProto* type() const { return type_ ? &*type_ : nullptr; }
+
+ private:
+  friend class Graph;
+  GRAPHRW_IR_EDITORS;
+  void setType(onnx::TypeProto type) { type_ = std::move(type); }
+  std::string name_;
+  Graph* graph_ = nullptr;
+  Node* producer_ = nullptr;
+  int producerIndex_ = -1;
+  std::vector<Use> uses_;
+  Tensor* initializer_ = nullptr;
+  bool graphInput_ = false;
+  bool sparseInitializer_ = false;
+  int graphOutputs_ = 0;
+  int valueInfos_ = 0;  // entries in its graph's value_info: erasing scans only when > 0
+  size_t slot_ = 0;    // index in Graph::values_
+  std::optional<onnx::TypeProto> type_;
+};
+
+// ---------------------------------------------------------------------------
+// Attribute: the AttributeProto minus its tensors and graphs, which are IR objects.
+struct Attribute {
+  onnx::AttributeProto proto;  // t, tensors, g, graphs cleared
+  std::unique_ptr<Tensor> t;
+  std::vector<Tensor> tensors;
+  std::unique_ptr<Graph> g;
+  std::vector<std::unique_ptr<Graph>> graphs;
+
+  const std::string& name() const { return proto.name(); }
+  onnx::AttributeProto_AttributeType type() const { return proto.type(); }
+  bool isRef() const { return proto.has_ref_attr_name(); }
+};
+
+// ---------------------------------------------------------------------------
+class Node {
+ public:
+  const std::string& name() const { return name_; }
+  const std::string& opType() const { return opType_; }
+  const std::string& domain() const { return domain_; }
+  const std::string& overload() const { return overload_; }
+  Graph* graph() const { return graph_; }
+
+  const std::vector<Value*>& inputs() const { return inputs_; }    // nullptr: missing optional
+  const std::vector<Value*>& outputs() const { return outputs_; }  // nullptr: missing optional
+  Value* input(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
+  Value* output(size_t i) const { return i < outputs_.size() ? outputs_[i] : nullptr; }
+
+  const std::vector<Attribute>& attributes() const { return attrs_; }
+  const Attribute* attribute(std::string_view name) const;
+  // The subgraphs held by this node's attributes (If/Loop/Scan bodies, Call callees).
+  std::vector<Graph*> subgraphs() const;
+
+  // Calls fn for each subgraph held by this node's attributes, without allocating.
+  template <typename Fn>
+  void forEachSubgraph(Fn&& fn) const {
+    for (const auto& a : attrs_) {
+      if (a.g) fn(*a.g);
+      for (const auto& g : a.graphs) fn(*g);
+    }
+  }
+
+  // What ONNX carries that the IR does not model (doc_string, metadata_props,
+  // unknown fields); allocated only for nodes that have any.
+  const onnx::NodeProto& residual() const { return residual_ ? *residual_ : onnx::NodeProto::default_instance(); }
+  bool hasResidual() const { return residual_ != nullptr; }
+  // Whether the input had name / op_type / domain set, even to "" (kept on write).
+  enum Presence : uint8_t { kName = 1, kOpType = 2, kDomain = 4 };
+  uint8_t presence() const { return presence_; }
+
+  // Scratch space for graph algorithms (an order index, a visited mark); its
+  // value means nothing between algorithms.
+  mutable uint64_t scratch = 0;
+
+ private:
+  friend class Graph;
+  GRAPHRW_IR_EDITORS;
+  onnx::NodeProto& mutableResidual() {
+    if (!residual_) residual_ = std::make_unique<onnx::NodeProto>();
+    return *residual_;
+  }
+  void setPresence(uint8_t p) { presence_ = p; }
+  Attribute* mutableAttribute(std::string_view name);
+  std::string name_, opType_, domain_, overload_;
+  std::vector<Value*> inputs_, outputs_;
+  std::vector<Attribute> attrs_;
+  std::unique_ptr<onnx::NodeProto> residual_;
+  uint8_t presence_ = 0;
+  Graph* graph_ = nullptr;
+  std::list<std::unique_ptr<Node>>::iterator self_;
+};
+
+// ---------------------------------------------------------------------------
+// A graph input, output or value_info entry: the value plus the ValueInfoProto
+// as it was (type, doc_string, unknown fields); its name follows the value.
+struct ValueInfo {
+  Value* value;
+  onnx::ValueInfoProto info;
+};
+
+struct Initializer {
+  Value* value;
+  std::unique_ptr<Tensor> tensor;
+};
+
+struct SparseInitializer {
+  Value* value;
+  onnx::SparseTensorProto proto;
+};
+
+class Graph {
+ public:
+  // `names` is the scope's name table: one per model for the main graph and its
+  // subgraphs, one per function.
+  Graph(Model* model, NameTable* names, NameTable* nodeNames, Graph* parent, Node* parentNode)
+      : model_(model), parent_(parent), parentNode_(parentNode), names_(names), nodeNames_(nodeNames) {}
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  Model* model() const { return model_; }
+  Graph* parent() const { return parent_; }
+  Node* parentNode() const { return parentNode_; }
+  NameTable& names() const { return *names_; }
+  NameTable& nodeNames() const { return *nodeNames_; }
+
+  const std::list<std::unique_ptr<Node>>& nodes() const { return nodes_; }
+  size_t nodeCount() const { return nodes_.size(); }
+  const std::vector<ValueInfo>& inputs() const { return inputs_; }
+  const std::vector<ValueInfo>& outputs() const { return outputs_; }
+  const std::vector<ValueInfo>& valueInfo() const { return valueInfo_; }
+  const std::vector<Initializer>& initializers() const { return initializers_; }
+  const std::vector<SparseInitializer>& sparseInitializers() const { return sparse_; }
+  size_t valueCount() const { return values_.size(); }
+  const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
+
+  // This scope only / this scope and its ancestors.
+  Value* findLocal(std::string_view name) const;
+  Value* find(std::string_view name) const;
+
+  const onnx::GraphProto& residual() const { return residual_; }
+  // Where a node of this graph stands in nodes().
+  std::list<std::unique_ptr<Node>>::const_iterator position(const Node* node) const { return node->self_; }
+  // The function whose body holds this graph (at any depth), or nullptr for
+  // the main graph and its subgraphs: the one answer to "which scope is this".
+  Function* owningFunction() const;
+
+  // Every graph reachable from this one through node attributes, depth first, this one first.
+  void walkGraphs(const std::function<void(Graph&)>& fn);
+  void walkGraphs(const std::function<void(const Graph&)>& fn) const {
+    const_cast<Graph*>(this)->walkGraphs([&](Graph& g) { fn(g); });
+  }
+
+ private:
+  GRAPHRW_IR_EDITORS;
+  friend class Function;
+  onnx::GraphProto& mutableResidual() { return residual_; }
+  // Building blocks used by the builder and the rewriter; passes use the Rewriter.
+  Value* addValue(const std::string& name);  // registers the name; throws if taken in this scope
+  // A value named `base`, or `base_N` when taken: unique in the scope's name table.
+  Value* addFreshValue(const std::string& base);
+  void reserve(size_t values);
+  // Room for about this many more values and nodes (a pass that knows it will grow the graph).
+  void reserveMore(size_t values, size_t nodes);
+  void addInput(Value* v, onnx::ValueInfoProto info);
+  void addOutput(Value* v, onnx::ValueInfoProto info);
+  void addValueInfo(Value* v, onnx::ValueInfoProto info);
+  void addInitializer(Value* v, std::unique_ptr<Tensor> tensor);
+  void addSparseInitializer(Value* v, onnx::SparseTensorProto proto);
+  Node* appendNode(std::unique_ptr<Node> node);
+  Node* insertNode(std::list<std::unique_ptr<Node>>::const_iterator before, std::unique_ptr<Node> node);
+  void eraseValue(Value* v);  // must be unused and unproduced
+  void removeInitializer(Value* v);
+  void setOutputValue(size_t index, Value* v);
+
+  // Low-level use-list edits.
+  static void addUse(Value* v, Node* n, int index);
+  static void removeUse(Value* v, Node* n, int index);
+
+  Model* model_;
+  Function* function_ = nullptr;  // set on a function's body
+  Graph* parent_;
+  Node* parentNode_;
+  NameTable* names_;
+  NameTable* nodeNames_;
+  onnx::GraphProto residual_;  // name, doc_string, quantization_annotation, unknown fields
+  std::list<std::unique_ptr<Node>> nodes_;
+  std::vector<std::unique_ptr<Value>> values_;
+  FlatStringMap<std::string_view, Value*> byName_;  // keys view Value::name_
+  std::vector<ValueInfo> inputs_, outputs_, valueInfo_;
+  std::vector<Initializer> initializers_;
+  std::vector<SparseInitializer> sparse_;
+};
+
+// ---------------------------------------------------------------------------
+struct FunctionKey {
+  std::string domain, name, overload;
+  auto operator<=>(const FunctionKey&) const = default;
+  std::string str() const;
+};
+
+class Function {
+ public:
+  explicit Function(Model* model);
+  const FunctionKey& key() const { return key_; }
+  Graph& body() { return *body_; }
+  const Graph& body() const { return *body_; }
+  // name, domain, attribute names, doc_string, opset_import, attribute_proto
+  // (the attributes' defaults) and unknown fields. value_info lives in body().
+  const onnx::FunctionProto& residual() const { return residual_; }
+  // FunctionProto.attribute_proto: attributes with default values (ONNX >= 1.13).
+  std::vector<onnx::AttributeProto> attributeDefaults() const;
+  std::vector<std::string> attributeNames() const;  // all declared attributes, with or without default
+  std::map<std::string, int64_t> opsetImports() const;
+
+ private:
+  GRAPHRW_IR_EDITORS;
+  onnx::FunctionProto& mutableResidual() { return residual_; }
+  FunctionKey key_;
+  onnx::FunctionProto residual_;
+  NameTable names_, nodeNames_;
+  std::unique_ptr<Graph> body_;
+};
+
+// ---------------------------------------------------------------------------
+class Model {
+ public:
+  Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  Graph& graph() { return *graph_; }
+  const Graph& graph() const { return *graph_; }
+  // ir_version, producer, domain, model_version, doc_string, opset_import,
+  // metadata_props, training_info (kept as is) and unknown fields.
+  const onnx::ModelProto& residual() const { return residual_; }
+
+  int64_t irVersion() const { return residual_.ir_version(); }
+  std::map<std::string, int64_t> opsetImports() const;
+  std::optional<int64_t> opsetVersion(const std::string& domain) const;
+
+  const std::vector<std::unique_ptr<Function>>& functions() const { return functions_; }
+  Function* findFunction(const FunctionKey& key) const;
+  Function* findFunction(std::string_view domain, std::string_view name, std::string_view overload = {}) const;
+
+  // Payloads referenced by the model share these (for external data).
+  const std::shared_ptr<ExternalFiles>& externalFiles() const { return external_; }
+
+  NameTable& valueNames() { return names_; }
+  NameTable& nodeNames() { return nodeNames_; }
+
+  // Calls fn on the main graph, every subgraph, and every function body (and their subgraphs).
+  void walkGraphs(const std::function<void(Graph&)>& fn);
+  void walkGraphs(const std::function<void(const Graph&)>& fn) const {
+    const_cast<Model*>(this)->walkGraphs([&](Graph& g) { fn(g); });
+  }
+
+ private:
+  GRAPHRW_IR_EDITORS;
+  onnx::ModelProto& mutableResidual() { return residual_; }
+  void setOpsetImport(const std::string& domain, int64_t version);
+  Function* addFunction(std::unique_ptr<Function> fn);
+  void removeFunction(const Function* fn);
+  void setExternalFiles(std::shared_ptr<ExternalFiles> files) { external_ = std::move(files); }
+  onnx::ModelProto residual_;
+  NameTable names_, nodeNames_;
+  std::unique_ptr<Graph> graph_;
+  std::vector<std::unique_ptr<Function>> functions_;
+  std::map<FunctionKey, Function*> functionIndex_;
+  std::map<std::string, int, std::less<>> functionNames_;  // fast reject for findFunction
+  std::shared_ptr<ExternalFiles> external_;
+};
+
+// Construction-level access for the builder, the rewriter and the inliner
+// only (private, with those as friends); passes edit through ir::Rewriter.
+class IrAccess {
+  friend class Graph;
+  friend class Builder;
+  friend class Rewriter;
+  friend class InlineCopier;
+  friend struct testing::Corruptor;
+  static void setIdentity(Node& n, std::string name, std::string opType, std::string domain, std::string overload) {
+    n.name_ = std::move(name);
+    n.opType_ = std::move(opType);
+    n.domain_ = std::move(domain);
+    n.overload_ = std::move(overload);
+  }
+  static void setName(Node& n, std::string name) { n.name_ = std::move(name); }
+  static void setOp(Node& n, std::string opType, std::string domain) {
+    n.opType_ = std::move(opType);
+    n.domain_ = std::move(domain);
+  }
+  static std::vector<Value*>& inputs(Node& n) { return n.inputs_; }
+  static std::vector<Value*>& outputs(Node& n) { return n.outputs_; }
+  static void setProducer(Value& v, Node* n, int index) {
+    v.producer_ = n;
+    v.producerIndex_ = index;
+  }
+  static void setName(Value& v, std::string name) { v.name_ = std::move(name); }
+  static void place(Value& v, Graph* g, size_t slot) {
+    v.graph_ = g;
+    v.slot_ = slot;
+  }
+  static FlatStringMap<std::string_view, Value*>& byName(Graph& g) { return g.byName_; }
+  static std::vector<ValueInfo>& inputs(Graph& g) { return g.inputs_; }
+  static std::vector<ValueInfo>& outputs(Graph& g) { return g.outputs_; }
+  static std::list<std::unique_ptr<Node>>& nodes(Graph& g) { return g.nodes_; }
+  static std::unique_ptr<Node> newNode() { return std::unique_ptr<Node>(new Node()); }
+  static FunctionKey& key(Function& f) { return f.key_; }
+  static std::vector<Attribute>& attributes(Node& n) { return n.attrs_; }
+};
+
+// Shorthand for "domain::op" with the default domain shown as "ai.onnx".
+std::string opName(const Node& node);
+// The one way messages name a node: "node 'NAME' (DOMAIN::OP)".
+std::string nodeLabel(const Node& node);
+bool isDefaultDomain(std::string_view domain);
+// The element size in bytes of an ONNX data type (0 for STRING / unknown).
+size_t elementSize(int32_t dataType);
+const char* dataTypeName(int32_t dataType);
+std::string attributeTypeName(int type);
+// The inverse of attributeTypeName ("FLOAT" -> FLOAT); nothing for an unknown name.
+std::optional<onnx::AttributeProto_AttributeType> attributeTypeFromName(std::string_view name);
+
+}  // namespace graphrw::ir

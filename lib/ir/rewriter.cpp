@@ -1,0 +1,308 @@
+#include "rewriter.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <unordered_map>
+
+#include "error.h"
+#include "builder.h"
+
+namespace graphrw::ir {
+
+Node* Rewriter::createNode(Graph& g, const Node* before, NodeSpec spec) {
+  auto owned = IrAccess::newNode();
+  std::string name = spec.name.empty() ? std::string() : g.nodeNames().fresh(spec.name);
+  IrAccess::setIdentity(*owned, std::move(name), std::move(spec.opType), std::move(spec.domain), "");
+  auto where = before ? g.position(before) : g.nodes().end();
+  Node* n = g.insertNode(where, std::move(owned));
+  auto& inputs = IrAccess::inputs(*n);
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    inputs.push_back(spec.inputs[i]);
+    Graph::addUse(spec.inputs[i], n, static_cast<int>(i));
+  }
+  auto& outputs = IrAccess::outputs(*n);
+  for (size_t i = 0; i < spec.outputs.size(); ++i) {
+    if (spec.outputs[i].empty()) {
+      outputs.push_back(nullptr);
+      continue;
+    }
+    Value* v = g.addFreshValue(spec.outputs[i]);
+    IrAccess::setProducer(*v, n, static_cast<int>(i));
+    outputs.push_back(v);
+  }
+  counts_.nodesAdded++;
+  return n;
+}
+
+void Rewriter::setInput(Node* n, size_t index, Value* v) {
+  auto& inputs = IrAccess::inputs(*n);
+  if (index >= inputs.size()) inputs.resize(index + 1, nullptr);
+  Graph::removeUse(inputs[index], n, static_cast<int>(index));
+  inputs[index] = v;
+  Graph::addUse(v, n, static_cast<int>(index));
+  counts_.nodesChanged++;
+}
+
+void Rewriter::adoptOutput(Node* n, size_t index, Value* v) {
+  auto& outputs = IrAccess::outputs(*n);
+  if (index >= outputs.size()) outputs.resize(index + 1, nullptr);
+  if (outputs[index] != nullptr) fail(ExitCode::Internal, "adoptOutput: output slot is taken");
+  if (v->graph() != n->graph()) fail(ExitCode::Internal, "adoptOutput: value '" + v->name() + "' is in another graph");
+  if (Node* old = v->producer()) IrAccess::outputs(*old)[static_cast<size_t>(v->producerIndex())] = nullptr;
+  outputs[index] = v;
+  IrAccess::setProducer(*v, n, static_cast<int>(index));
+  counts_.nodesChanged++;
+}
+
+void Rewriter::replaceAllUsesWith(Value* from, Value* to, bool graphOutputs) {
+  std::vector<Use> uses = from->uses();  // copy: setInput edits the list
+  for (const Use& u : uses) setInput(u.node, static_cast<size_t>(u.index), to);
+  if (graphOutputs && from->graphOutputCount() > 0) {
+    Graph* g = from->graph();
+    for (size_t i = 0; i < g->outputs().size(); ++i)
+      if (g->outputs()[i].value == from) g->setOutputValue(i, to);
+  }
+}
+
+void Rewriter::eraseNode(Node* n) {
+  Graph* g = n->graph();
+  for (Value* v : n->outputs())
+    if (v && (!v->uses().empty() || v->graphOutputCount() > 0))
+      fail(ExitCode::Internal, "erasing node '" + n->name() + "' whose output '" + v->name() + "' is still used");
+  auto& inputs = IrAccess::inputs(*n);
+  for (size_t i = 0; i < inputs.size(); ++i) Graph::removeUse(inputs[i], n, static_cast<int>(i));
+  inputs.clear();
+  // Nodes inside its subgraphs may read values of enclosing scopes: drop those uses.
+  std::function<void(Graph&)> dropUses = [&](Graph& sub) {
+    for (const auto& inner : sub.nodes()) {
+      auto& in = IrAccess::inputs(*inner);
+      for (size_t i = 0; i < in.size(); ++i)
+        if (in[i] && in[i]->graph() != &sub) Graph::removeUse(in[i], inner.get(), static_cast<int>(i));
+      inner->forEachSubgraph(dropUses);
+    }
+  };
+  n->forEachSubgraph(dropUses);
+  for (Value* v : IrAccess::outputs(*n)) {
+    if (!v) continue;
+    IrAccess::setProducer(*v, nullptr, -1);
+    g->eraseValue(v);
+  }
+  IrAccess::outputs(*n).clear();
+  if (!n->name().empty()) g->nodeNames().erase(n->name());
+  IrAccess::nodes(*g).erase(g->position(n));
+  counts_.nodesRemoved++;
+}
+
+void Rewriter::setOp(Node* n, const std::string& opType, const std::string& domain) {
+  IrAccess::setOp(*n, opType, domain);
+  counts_.nodesChanged++;
+}
+
+void Rewriter::setInputs(Node* n, const std::vector<Value*>& values) {
+  auto& inputs = IrAccess::inputs(*n);
+  for (size_t i = 0; i < inputs.size(); ++i) Graph::removeUse(inputs[i], n, static_cast<int>(i));
+  inputs = values;
+  for (size_t i = 0; i < inputs.size(); ++i) Graph::addUse(inputs[i], n, static_cast<int>(i));
+  counts_.nodesChanged++;
+}
+
+void Rewriter::reshapeOutputs(Node* n, const std::vector<int>& from, const std::vector<std::string>& fresh) {
+  Graph* g = n->graph();
+  std::vector<Value*> old = IrAccess::outputs(*n);
+  std::vector<bool> kept(old.size(), false);
+  std::vector<Value*> next;
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (from[i] >= 0) {
+      Value* v = old.at(static_cast<size_t>(from[i]));
+      if (v && kept[static_cast<size_t>(from[i])])
+        fail(ExitCode::Internal, "reshapeOutputs: output " + std::to_string(from[i]) + " taken twice");
+      kept[static_cast<size_t>(from[i])] = true;
+      next.push_back(v);
+    } else if (i < fresh.size() && !fresh[i].empty()) {
+      next.push_back(g->addFreshValue(fresh[i]));
+    } else {
+      next.push_back(nullptr);
+    }
+  }
+  for (size_t k = 0; k < old.size(); ++k)
+    if (old[k] && !kept[k] && (!old[k]->uses().empty() || old[k]->graphOutputCount() > 0))
+      fail(ExitCode::Internal, "reshapeOutputs: dropping output '" + old[k]->name() + "' that is still used");
+  for (size_t k = 0; k < old.size(); ++k)
+    if (old[k] && !kept[k]) {
+      IrAccess::setProducer(*old[k], nullptr, -1);
+      g->eraseValue(old[k]);
+    }
+  IrAccess::outputs(*n) = next;
+  for (size_t i = 0; i < next.size(); ++i)
+    if (next[i]) IrAccess::setProducer(*next[i], n, static_cast<int>(i));
+  counts_.nodesChanged++;
+}
+
+void Rewriter::setAttribute(Node* n, onnx::AttributeProto attribute) {
+  // Tensors and subgraphs become IR objects exactly as the loader builds them.
+  Attribute a = buildAttribute(model_, *n->graph(), n, std::move(attribute));
+  auto& attrs = n->attrs_;
+  auto it = std::find_if(attrs.begin(), attrs.end(), [&](const Attribute& x) { return x.name() == a.name(); });
+  if (it != attrs.end()) *it = std::move(a);
+  else attrs.push_back(std::move(a));
+  counts_.nodesChanged++;
+}
+
+bool Rewriter::renameAttribute(Node* n, const std::string& from, const std::string& to) {
+  Attribute* a = n->mutableAttribute(from);
+  if (!a || from == to) return a != nullptr;
+  if (n->attribute(to)) fail(ExitCode::Internal, "renameAttribute: node '" + n->name() + "' has '" + to + "' already");
+  a->proto.set_name(to);
+  counts_.nodesChanged++;
+  return true;
+}
+
+bool Rewriter::removeAttribute(Node* n, const std::string& name) {
+  auto& attrs = n->attrs_;
+  auto it = std::find_if(attrs.begin(), attrs.end(), [&](const Attribute& x) { return x.name() == name; });
+  if (it == attrs.end()) return false;
+  attrs.erase(it);
+  counts_.nodesChanged++;
+  return true;
+}
+
+bool Rewriter::sortTopologically(Graph& g) {
+  auto& nodes = IrAccess::nodes(g);
+  std::unordered_map<const Node*, size_t> index;
+  std::vector<Node*> order;
+  for (const auto& n : nodes) {
+    index[n.get()] = order.size();
+    order.push_back(n.get());
+  }
+  // The node of g a value read from anywhere inside `n` is produced by.
+  std::vector<std::vector<size_t>> users(order.size());
+  std::vector<size_t> pending(order.size(), 0);
+  std::function<void(const Node&, size_t)> reads = [&](const Node& n, size_t at) {
+    for (Value* v : n.inputs())
+      if (v && v->graph() == &g && v->producer()) {
+        size_t from = index.at(v->producer());
+        users[from].push_back(at);
+        pending[at]++;
+      }
+    n.forEachSubgraph([&](Graph& sub) {
+      for (const auto& inner : sub.nodes()) reads(*inner, at);
+    });
+  };
+  for (size_t i = 0; i < order.size(); ++i) reads(*order[i], i);
+  // Kahn's algorithm, always taking the earliest ready node: stable.
+  std::set<size_t> ready;
+  for (size_t i = 0; i < order.size(); ++i)
+    if (pending[i] == 0) ready.insert(i);
+  std::vector<size_t> sorted;
+  while (!ready.empty()) {
+    size_t i = *ready.begin();
+    ready.erase(ready.begin());
+    sorted.push_back(i);
+    for (size_t u : users[i])
+      if (--pending[u] == 0) ready.insert(u);
+  }
+  if (sorted.size() != order.size()) fail(ExitCode::Internal, "sortTopologically: the graph has a cycle");
+  bool moved = false;
+  for (size_t k = 0; k < sorted.size(); ++k) moved |= sorted[k] != k;
+  if (!moved) return false;
+  std::list<std::unique_ptr<Node>> next;
+  std::vector<std::list<std::unique_ptr<Node>>::iterator> where;
+  for (auto it = nodes.begin(); it != nodes.end(); ++it) where.push_back(it);
+  for (size_t k : sorted) next.splice(next.end(), nodes, where[k]);
+  nodes.swap(next);
+  counts_.nodesChanged++;
+  return true;
+}
+
+std::string Rewriter::renameValue(Value* v, const std::string& wanted) {
+  if (v->name() == wanted) return wanted;
+  Graph* g = v->graph();
+  auto& index = IrAccess::byName(*g);
+  std::string name = g->names().fresh(wanted);
+  index.erase(v->name());
+  g->names().erase(v->name());
+  IrAccess::setName(*v, name);
+  index.emplace(v->name(), v);
+  counts_.valuesRenamed++;
+  return name;
+}
+
+std::string Rewriter::renameNode(Node* n, const std::string& wanted) {
+  if (n->name() == wanted) return wanted;
+  Graph* g = n->graph();
+  if (!n->name().empty()) g->nodeNames().erase(n->name());
+  std::string name = g->nodeNames().fresh(wanted);
+  IrAccess::setName(*n, name);
+  counts_.nodesChanged++;
+  return name;
+}
+
+void Rewriter::setType(Value* v, onnx::TypeProto type) { v->setType(std::move(type)); }
+
+Value* Rewriter::addInitializer(Graph& g, const std::string& name, std::unique_ptr<Tensor> tensor) {
+  Value* v = g.addFreshValue(name);
+  tensor->mutableProto().set_name(v->name());
+  g.addInitializer(v, std::move(tensor));
+  counts_.initializersAdded++;
+  return v;
+}
+
+void Rewriter::eraseInitializer(Value* v) {
+  if (!v->isInitializer() || !v->uses().empty() || v->graphOutputCount() > 0 || v->isGraphInput())
+    fail(ExitCode::Internal, "eraseInitializer: '" + v->name() + "' is not an unused initializer");
+  v->graph()->eraseValue(v);
+  counts_.initializersRemoved++;
+}
+
+void Rewriter::setGraphOutput(Graph& g, size_t index, Value* v) {
+  g.setOutputValue(index, v);
+  counts_.graphOutputsChanged++;
+}
+
+void Rewriter::reserve(Graph& g, size_t values, size_t nodes) { g.reserveMore(values, nodes); }
+
+Function* Rewriter::addFunction(std::unique_ptr<Function> fn) {
+  counts_.functionsAdded++;
+  return model_.addFunction(std::move(fn));
+}
+
+void Rewriter::removeFunction(const Function* fn) {
+  model_.removeFunction(fn);
+  counts_.functionsRemoved++;
+}
+
+void Rewriter::setOpsetImport(const Graph& g, const std::string& domain, int64_t version) {
+  Function* f = g.owningFunction();
+  if (!f) {
+    if (model_.opsetVersion(domain) == version) return;
+    model_.setOpsetImport(domain, version);
+    counts_.opsetImportsChanged++;
+    return;
+  }
+  auto* imports = f->mutableResidual().mutable_opset_import();
+  for (auto& op : *imports)
+    if (op.domain() == domain || (isDefaultDomain(op.domain()) && isDefaultDomain(domain))) {
+      if (op.version() == version) return;
+      op.set_version(version);
+      counts_.opsetImportsChanged++;
+      return;
+    }
+  auto* op = imports->Add();
+  op->set_domain(domain);
+  op->set_version(version);
+  counts_.opsetImportsChanged++;
+}
+
+bool Rewriter::removeOpsetImport(const std::string& domain) {
+  auto* imports = model_.mutableResidual().mutable_opset_import();
+  for (int i = imports->size() - 1; i >= 0; --i)
+    if (imports->Get(i).domain() == domain) {
+      imports->DeleteSubrange(i, 1);
+      counts_.opsetImportsChanged++;
+      return true;
+    }
+  return false;
+}
+
+}  // namespace graphrw::ir

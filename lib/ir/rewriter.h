@@ -1,0 +1,104 @@
+// The one way passes edit the IR. Every edit keeps use-lists and the name
+// tables right and is counted, so "changed" is derived, never hand-set.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir.h"
+
+namespace graphrw::ir {
+
+struct ChangeCounts {
+  size_t nodesAdded = 0;
+  size_t nodesRemoved = 0;
+  size_t nodesChanged = 0;   // inputs, attributes or names edited in place
+  size_t valuesRenamed = 0;
+  size_t initializersAdded = 0;
+  size_t initializersRemoved = 0;
+  size_t graphOutputsChanged = 0;
+  size_t functionsAdded = 0;
+  size_t functionsRemoved = 0;
+  size_t opsetImportsChanged = 0;
+  bool any() const {
+    return nodesAdded || nodesRemoved || nodesChanged || valuesRenamed || initializersAdded || initializersRemoved ||
+           graphOutputsChanged || functionsAdded || functionsRemoved || opsetImportsChanged;
+  }
+};
+
+class Rewriter {
+ public:
+  explicit Rewriter(Model& model) : model_(model) {}
+  Model& model() { return model_; }
+  const ChangeCounts& counts() const { return counts_; }
+
+  struct NodeSpec {
+    std::string name;  // made unique in the scope's node-name table ("" stays "")
+    std::string opType;
+    std::string domain;
+    std::vector<Value*> inputs;        // nullptr: missing optional
+    std::vector<std::string> outputs;  // wanted names, made unique; "" = missing optional
+  };
+  // Inserts a node before `before` (nullptr: at the end of the graph).
+  Node* createNode(Graph& g, const Node* before, NodeSpec spec);
+
+  void setInput(Node* n, size_t index, Value* v);
+  // Makes `n` the producer of `v` at output `index` (which must be empty);
+  // v's previous producer loses it. Keeps v's name, type and value_info.
+  void adoptOutput(Node* n, size_t index, Value* v);
+  // Every node use of `from` (in any scope) reads `to` instead; graph outputs too when asked.
+  void replaceAllUsesWith(Value* from, Value* to, bool graphOutputs = false);
+  // Removes a node whose outputs are unused; its outputs are erased with it.
+  void eraseNode(Node* n);
+  // Renames a value to a fresh name built from `wanted`; returns the name given.
+  std::string renameValue(Value* v, const std::string& wanted);
+  std::string renameNode(Node* n, const std::string& wanted);
+  // Turns `n` into another op in place (attributes, inputs and outputs stay).
+  void setOp(Node* n, const std::string& opType, const std::string& domain);
+  // Replaces all of n's inputs.
+  void setInputs(Node* n, const std::vector<Value*>& inputs);
+  // Rearranges n's outputs: new output i is old output from[i] (>= 0), a fresh
+  // value named fresh[i] (from[i] < 0, fresh[i] not empty) or missing. Old
+  // outputs not kept must be unused; they are erased.
+  void reshapeOutputs(Node* n, const std::vector<int>& from, const std::vector<std::string>& fresh);
+  // Sets (adds or replaces) an attribute; tensors and subgraphs (a Call's
+  // callee) become IR objects as the loader builds them.
+  void setAttribute(Node* n, onnx::AttributeProto attribute);
+  // Renames an attribute in place; returns whether the node had it.
+  bool renameAttribute(Node* n, const std::string& from, const std::string& to);
+  // Removes an attribute; returns whether it was there.
+  bool removeAttribute(Node* n, const std::string& name);
+
+  // ---- values, initializers, graph outputs ----
+  // The type a value is known to have (an annotation for later analyses: it is
+  // not written, so it is not a change).
+  void setType(Value* v, onnx::TypeProto type);
+  // A new initializer of g named `name` (made unique in the scope), holding `tensor`.
+  Value* addInitializer(Graph& g, const std::string& name, std::unique_ptr<Tensor> tensor);
+  // Removes an initializer nothing reads (no use, not a graph input or output).
+  void eraseInitializer(Value* v);
+  // Graph output `index` of g becomes `v` (its value_info entry stays).
+  void setGraphOutput(Graph& g, size_t index, Value* v);
+  // Room for about this many more values and nodes in g.
+  void reserve(Graph& g, size_t values, size_t nodes);
+
+  // ---- functions and opset imports ----
+  Function* addFunction(std::unique_ptr<Function> fn);
+  void removeFunction(const Function* fn);
+  // The import of `domain` in the scope holding g (the model, or the function
+  // whose body g belongs to) becomes `version`; added when absent.
+  void setOpsetImport(const Graph& g, const std::string& domain, int64_t version);
+  // Removes the model's import of `domain`; returns whether it was there.
+  bool removeOpsetImport(const std::string& domain);
+  // Puts g's nodes in an order where every node comes after the producers of
+  // what it (or its subgraphs) reads, keeping the present order where it can.
+  // Returns whether anything moved. Throws Error(Internal) on a cycle.
+  bool sortTopologically(Graph& g);
+
+ private:
+  Model& model_;
+  ChangeCounts counts_;
+};
+
+}  // namespace graphrw::ir

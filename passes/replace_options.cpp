@@ -1,0 +1,176 @@
+#include <onnx/defs/parser.h>
+#include <onnx/defs/schema.h>
+
+#include <cmath>
+#include <cstring>
+#include <regex>
+
+#include "attributes.h"
+#include "error.h"
+#include "replace.h"
+#include "text_file.h"
+
+namespace graphrw::passes {
+
+using ir::elementSize;
+
+namespace {
+
+int32_t dataTypeFromName(const std::string& name, const std::string& where) {
+  static const std::map<std::string, int32_t> types = {
+      {"float", onnx::TensorProto::FLOAT}, {"double", onnx::TensorProto::DOUBLE}, {"int64", onnx::TensorProto::INT64},
+      {"int32", onnx::TensorProto::INT32}, {"int8", onnx::TensorProto::INT8},     {"uint8", onnx::TensorProto::UINT8},
+      {"bool", onnx::TensorProto::BOOL}};
+  auto it = types.find(name);
+  if (it == types.end()) usageError(where + ": constant type '" + name + "' is not one of float, double, int64, int32, int8, uint8, bool");
+  return it->second;
+}
+
+}  // namespace
+
+
+void parseTarget(const std::string& text, Replacement& r) {
+  static const std::regex form(R"(^(?:([A-Za-z0-9_.\-]*)::)?([A-Za-z_][A-Za-z0-9_]*)(?::([0-9]+))?$)");
+  std::smatch m;
+  if (!std::regex_match(text, m, form)) usageError("replacement target '" + text + "': expected [DOMAIN::]OP[:VERSION]");
+  r.domain = m[1].str();
+  if (r.domain == "ai.onnx") r.domain.clear();
+  r.opType = m[2].str();
+  r.version = m[3].matched ? std::stoll(m[3].str()) : 0;
+}
+
+onnx::FunctionProto parseTemplate(const std::string& text, const std::string& where) {
+  // ONNX 1.12's parser has no attribute references: `name = @formal` is read
+  // as a marked string and turned into a reference once the op's schema gives its type.
+  static const std::regex ref(R"(([A-Za-z_][A-Za-z0-9_]*)\s*=\s*@([A-Za-z_][A-Za-z0-9_]*))");
+  const std::string marker = "@graphrw-ref@";
+  std::string prepared = std::regex_replace(text, ref, "$1 = \"" + marker + "$2\"");
+  onnx::FunctionProto fp;
+  auto status = onnx::OnnxParser::Parse(fp, prepared.c_str());
+  if (!status.IsOK()) {
+    std::string msg = status.ErrorMessage();
+    std::replace(msg.begin(), msg.end(), '\n', ' ');
+    usageError(where + ": the template does not parse: " + msg);
+  }
+  if (fp.name().empty()) usageError(where + ": the template has no name");
+  if (fp.domain().empty()) fp.set_domain("graphrw.template");
+  std::map<std::string, int64_t> opsets;
+  for (const auto& op : fp.opset_import()) opsets[op.domain()] = op.version();
+  for (auto& node : *fp.mutable_node()) {
+    for (auto& a : *node.mutable_attribute()) {
+      if (a.type() != onnx::AttributeProto::STRING || a.s().rfind(marker, 0) != 0) continue;
+      std::string formal = a.s().substr(marker.size());
+      auto version = opsets.count(node.domain()) ? opsets[node.domain()] : onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(node.domain().empty() ? "" : node.domain()).second;
+      const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(version), node.domain());
+      auto type = expectedAttributeType(schema, a.name());
+      if (!type)
+        usageError(where + ": template node " + node.op_type() + ": attribute '" + a.name() + "' = @" + formal +
+                   ": the op's schema does not give this attribute a type");
+      a.clear_s();
+      a.set_type(*type);
+      a.set_ref_attr_name(formal);
+    }
+  }
+  return fp;
+}
+
+ReplaceInput constantInput(const nlohmann::json& j, const std::string& where) {
+  ReplaceInput in;
+  in.kind = ReplaceInput::Kind::Constant;
+  const auto& value = j.at("constant");
+  std::vector<int64_t> shape;
+  std::vector<double> flat;
+  std::function<void(const nlohmann::json&, size_t)> walk = [&](const nlohmann::json& v, size_t depth) {
+    if (v.is_array()) {
+      if (shape.size() <= depth) shape.push_back(static_cast<int64_t>(v.size()));
+      else if (shape[depth] != static_cast<int64_t>(v.size())) usageError(where + ": the constant's nested lists are ragged");
+      for (const auto& x : v) walk(x, depth + 1);
+    } else if (v.is_number() || v.is_boolean()) {
+      flat.push_back(v.is_boolean() ? (v.get<bool>() ? 1.0 : 0.0) : v.get<double>());
+    } else {
+      usageError(where + ": a constant holds numbers");
+    }
+  };
+  walk(value, 0);
+  bool allIntegral = std::all_of(flat.begin(), flat.end(), [](double d) { return std::floor(d) == d; }) &&
+                     !j.at("constant").dump().empty() && j.at("constant").dump().find('.') == std::string::npos;
+  std::string type = j.value("type", allIntegral ? "int64" : "float");
+  in.constant.type = dataTypeFromName(type, where);
+  in.constant.dims = j.contains("dims") ? j["dims"].get<std::vector<int64_t>>() : shape;
+  if (in.constant.count() != static_cast<int64_t>(flat.size()))
+    usageError(where + ": dims hold " + std::to_string(in.constant.count()) + " elements, the constant " + std::to_string(flat.size()));
+  size_t es = elementSize(in.constant.type);
+  in.constant.data.resize(flat.size() * es);
+  for (size_t i = 0; i < flat.size(); ++i) {
+    char* p = in.constant.data.data() + i * es;
+    switch (in.constant.type) {
+      case onnx::TensorProto::FLOAT: { float v = static_cast<float>(flat[i]); std::memcpy(p, &v, es); break; }
+      case onnx::TensorProto::DOUBLE: std::memcpy(p, &flat[i], es); break;
+      case onnx::TensorProto::INT64: { int64_t v = static_cast<int64_t>(flat[i]); std::memcpy(p, &v, es); break; }
+      case onnx::TensorProto::INT32: { int32_t v = static_cast<int32_t>(flat[i]); std::memcpy(p, &v, es); break; }
+      case onnx::TensorProto::INT8: { int8_t v = static_cast<int8_t>(flat[i]); std::memcpy(p, &v, es); break; }
+      default: { uint8_t v = static_cast<uint8_t>(flat[i]); std::memcpy(p, &v, es); break; }
+    }
+  }
+  return in;
+}
+
+std::vector<ReplaceInput> inputsFromJson(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_array()) usageError(where + ": inputs must be a list");
+  std::vector<ReplaceInput> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const auto& x = j[i];
+    std::string at = where + "/" + std::to_string(i);
+    if (x.is_null()) out.push_back({ReplaceInput::Kind::Missing, 0, {}});
+    else if (x.is_number_unsigned() || (x.is_number_integer() && x.get<int64_t>() >= 0))
+      out.push_back({ReplaceInput::Kind::Index, x.get<size_t>(), {}});
+    else if (x.is_object() && x.contains("constant")) out.push_back(constantInput(x, at));
+    else usageError(at + ": an input is the node's input index, null (missing) or {\"constant\": ...}");
+  }
+  return out;
+}
+
+ReplaceOptions replaceOptionsFromJson(const nlohmann::json& j, const RuleContext& rules, const std::string& pointer) {
+  ReplaceOptions o;
+  auto at = [&](const std::string& p) { return rules.at(p); };
+  o.allowUnknownOp = j.value("allow_unknown_op", false);
+  o.allowNoMatch = j.value("allow_no_match", false);
+  o.fold = j.value("fold", true);
+  const auto& list = j["replacements"];
+  for (size_t i = 0; i < list.size(); ++i) {
+    const auto& e = list[i];
+    std::string p = pointer + "/replacements/" + std::to_string(i);
+    Replacement r;
+    r.where = rules.at(p);
+    r.select = SelectorSet::fromJson(e["select"], at, p + "/select");
+    if (e.contains("with")) {
+      try {
+        parseTarget(e["with"].get<std::string>(), r);
+      } catch (const Error& err) {
+        usageError(rules.at(p + "/with") + ": " + err.what());
+      }
+      if (e.contains("set"))
+        for (const auto& [k, v] : e["set"].items()) r.set.emplace_back(k, v);
+      if (e.contains("rename"))
+        for (const auto& [k, v] : e["rename"].items()) r.rename.emplace_back(k, v.get<std::string>());
+      if (e.contains("inputs")) r.inputs = inputsFromJson(e["inputs"], rules.at(p + "/inputs"));
+      if (e.contains("outputs")) r.outputs = e["outputs"].get<std::vector<int>>();
+    } else {
+      for (const char* key : {"set", "rename", "inputs", "outputs"})
+        if (e.contains(key)) usageError(rules.at(p + "/" + key) + ": only an op replacement (with) takes " + key + "; a template gets the node's inputs, outputs and attributes as its formal parameters");
+      std::string text;
+      if (e.contains("template")) {
+        text = e["template"].get<std::string>();
+      } else {
+        std::filesystem::path file = e["template_file"].get<std::string>();
+        if (file.is_relative()) file = rules.baseDir() / file;
+        text = readTextFile(file.string(), "template file");
+      }
+      r.templ = parseTemplate(text, rules.at(p + (e.contains("template") ? "/template" : "/template_file")));
+    }
+    o.replacements.push_back(std::move(r));
+  }
+  return o;
+}
+
+}  // namespace graphrw::passes
