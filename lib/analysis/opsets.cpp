@@ -116,7 +116,7 @@ std::vector<std::string> pruneUnused(ir::Rewriter& rw, const ModelUsage& before)
   for (const auto& op : model.residual().opset_import())
     if (!ir::isDefaultDomain(op.domain()) && before.domains.count(op.domain()) && !after.domains.count(op.domain()))
       unused.push_back(op.domain());
-  for (const auto& d : unused) rw.removeOpsetImport(d);
+  for (const auto& d : unused) rw.removeOpsetImport(model.graph(), d);
   return removed;
 }
 

@@ -55,7 +55,8 @@ nlohmann::json PassManager::run(ir::Model& model) {
                               {"functions_added", c.functionsAdded},
                               {"functions_removed", c.functionsRemoved},
                               {"opset_imports_changed", c.opsetImportsChanged},
-                              {"graph_outputs_changed", c.graphOutputsChanged}}},
+                              {"graph_outputs_changed", c.graphOutputsChanged},
+                              {"value_info_removed", c.valueInfoRemoved}}},
                             {"changed", c.any()},
                             {"seconds", seconds}};
     for (auto& [k, v] : context.details.items()) entry[k] = v;

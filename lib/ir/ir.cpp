@@ -173,6 +173,15 @@ void Graph::eraseValue(Value* v) {
   values_.pop_back();
 }
 
+size_t Graph::removeValueInfo(const Value* v) {
+  size_t before = valueInfo_.size();
+  valueInfo_.erase(std::remove_if(valueInfo_.begin(), valueInfo_.end(), [v](const ValueInfo& vi) { return vi.value == v; }),
+                   valueInfo_.end());
+  size_t removed = before - valueInfo_.size();
+  const_cast<Value*>(v)->valueInfos_ -= static_cast<int>(removed);
+  return removed;
+}
+
 void Graph::removeInitializer(Value* v) {
   auto it = std::find_if(initializers_.begin(), initializers_.end(),
                          [v](const Initializer& i) { return i.value == v; });

@@ -283,6 +283,8 @@ class Graph {
   Node* appendNode(std::unique_ptr<Node> node);
   Node* insertNode(std::list<std::unique_ptr<Node>>::const_iterator before, std::unique_ptr<Node> node);
   void eraseValue(Value* v);  // must be unused and unproduced
+  // Removes this graph's value_info entries for v; returns how many.
+  size_t removeValueInfo(const Value* v);
   void removeInitializer(Value* v);
   void setOutputValue(size_t index, Value* v);
 

@@ -294,8 +294,18 @@ void Rewriter::setOpsetImport(const Graph& g, const std::string& domain, int64_t
   counts_.opsetImportsChanged++;
 }
 
-bool Rewriter::removeOpsetImport(const std::string& domain) {
-  auto* imports = model_.mutableResidual().mutable_opset_import();
+size_t Rewriter::removeValueInfo(Graph& g, Value* v) {
+  size_t removed = g.removeValueInfo(v);
+  counts_.valueInfoRemoved += removed;
+  if (removed && !v->producer() && v->uses().empty() && !v->isGraphInput() && !v->isInitializer() &&
+      !v->isSparseInitializer() && v->graphOutputCount() == 0 && v->valueInfos_ == 0)
+    v->graph()->eraseValue(v);
+  return removed;
+}
+
+bool Rewriter::removeOpsetImport(const Graph& g, const std::string& domain) {
+  Function* f = g.owningFunction();
+  auto* imports = f ? f->mutableResidual().mutable_opset_import() : model_.mutableResidual().mutable_opset_import();
   for (int i = imports->size() - 1; i >= 0; --i)
     if (imports->Get(i).domain() == domain) {
       imports->DeleteSubrange(i, 1);

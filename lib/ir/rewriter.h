@@ -21,9 +21,10 @@ struct ChangeCounts {
   size_t functionsAdded = 0;
   size_t functionsRemoved = 0;
   size_t opsetImportsChanged = 0;
+  size_t valueInfoRemoved = 0;
   bool any() const {
     return nodesAdded || nodesRemoved || nodesChanged || valuesRenamed || initializersAdded || initializersRemoved ||
-           graphOutputsChanged || functionsAdded || functionsRemoved || opsetImportsChanged;
+           graphOutputsChanged || functionsAdded || functionsRemoved || opsetImportsChanged || valueInfoRemoved;
   }
 };
 
@@ -78,6 +79,9 @@ class Rewriter {
   Value* addInitializer(Graph& g, const std::string& name, std::unique_ptr<Tensor> tensor);
   // Removes an initializer nothing reads (no use, not a graph input or output).
   void eraseInitializer(Value* v);
+  // Removes g's value_info entries for v; a value only those entries named
+  // (nothing defines or reads it) goes with them. Returns how many entries went.
+  size_t removeValueInfo(Graph& g, Value* v);
   // Graph output `index` of g becomes `v` (its value_info entry stays).
   void setGraphOutput(Graph& g, size_t index, Value* v);
   // Room for about this many more values and nodes in g.
@@ -89,8 +93,9 @@ class Rewriter {
   // The import of `domain` in the scope holding g (the model, or the function
   // whose body g belongs to) becomes `version`; added when absent.
   void setOpsetImport(const Graph& g, const std::string& domain, int64_t version);
-  // Removes the model's import of `domain`; returns whether it was there.
-  bool removeOpsetImport(const std::string& domain);
+  // Removes the import of `domain` from the scope holding g (the model, or
+  // the function whose body g belongs to); returns whether it was there.
+  bool removeOpsetImport(const Graph& g, const std::string& domain);
   // Puts g's nodes in an order where every node comes after the producers of
   // what it (or its subgraphs) reads, keeping the present order where it can.
   // Returns whether anything moved. Throws Error(Internal) on a cycle.

@@ -187,3 +187,68 @@ main (float[4] X) => (float[4] Y) {
   CHECK(verify(*model).empty());
   CHECK_FALSE(rw.sortTopologically(g));
 }
+
+TEST_CASE("every edit the rewriter makes is counted: initializers, outputs, functions, opsets, value_info", "[rewriter]") {
+  auto model = loadModel(test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17, "local" : 1, "unused" : 1]>
+main (float[2] X) => (float[2] Y) <float[2] ghost> {
+  A = Relu(X)
+  Y = local.F(A)
+}
+<domain: "local", opset_import: ["" : 17, "spare" : 1]>
+F (x) => (y) {
+  y = Neg(x)
+}
+)"));
+  Graph& g = model->graph();
+  Rewriter rw(*model);
+  CHECK_FALSE(rw.counts().any());
+
+  // An initializer added and removed again.
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_dims(2);
+  t.add_float_data(1);
+  t.add_float_data(2);
+  Value* w = rw.addInitializer(g, "W", std::make_unique<Tensor>(t));
+  CHECK(w->initializer()->name() == "W");
+  CHECK(rw.counts().initializersAdded == 1);
+  CHECK(rw.counts().any());
+  rw.eraseInitializer(w);
+  CHECK(g.findLocal("W") == nullptr);
+  CHECK(rw.counts().initializersRemoved == 1);
+  CHECK_THROWS(rw.eraseInitializer(g.findLocal("X")));  // a graph input is not an unused initializer
+
+  // A graph output moved to another value.
+  rw.setGraphOutput(g, 0, g.findLocal("A"));
+  CHECK(g.outputs()[0].value->name() == "A");
+  CHECK(rw.counts().graphOutputsChanged == 1);
+
+  // value_info of a value nothing defines goes, and the value with it.
+  Value* ghost = g.findLocal("ghost");
+  REQUIRE(ghost);
+  CHECK(rw.removeValueInfo(g, ghost) == 1);
+  CHECK(g.findLocal("ghost") == nullptr);
+  CHECK(g.valueInfo().empty());
+  CHECK(rw.counts().valueInfoRemoved == 1);
+
+  // Opset imports, in the model's scope and in a function's.
+  const Function* f = model->findFunction("local", "F");
+  REQUIRE(f);
+  rw.setOpsetImport(g, "ai.graphcore", 1);
+  CHECK(model->opsetVersion("ai.graphcore") == 1);
+  rw.setOpsetImport(g, "ai.graphcore", 1);  // no change, not counted
+  CHECK(rw.counts().opsetImportsChanged == 1);
+  CHECK(rw.removeOpsetImport(g, "unused"));
+  CHECK_FALSE(model->opsetVersion("unused"));
+  CHECK(rw.removeOpsetImport(f->body(), "spare"));
+  CHECK_FALSE(f->opsetImports().count("spare"));
+  CHECK_FALSE(rw.removeOpsetImport(f->body(), "spare"));
+  CHECK(rw.counts().opsetImportsChanged == 3);
+
+  // Functions.
+  rw.removeFunction(f);
+  CHECK(model->functions().empty());
+  CHECK(rw.counts().functionsRemoved == 1);
+  CHECK(rw.counts().nodesAdded == 0);
+}
