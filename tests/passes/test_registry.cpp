@@ -1,0 +1,112 @@
+// Every registered pass, whatever it is, has what the architecture promises
+// (docs/architecture.md "How to add a pass"): a schema that names it, a
+// generated subcommand with every declared option and examples, a section in
+// docs/passes.md, and a case (tests/passes/cases/NAME.json) on which its
+// command and the equivalent one-pass rule file write the same bytes, and
+// change the model.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "json_schema.h"
+#include "pass.h"
+#include "support.h"
+
+namespace fs = std::filesystem;
+using graphrw::test::readFile;
+using graphrw::test::run;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kRoot = GRAPHRW_SOURCE_DIR;
+
+// A shell word: 'text' with quotes inside escaped.
+std::string q(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+std::string q(const fs::path& p) { return q(p.string()); }
+
+std::string longFlag(const std::string& flags) {
+  auto comma = flags.rfind(',');
+  return comma == std::string::npos ? flags : flags.substr(comma + 1);
+}
+
+}  // namespace
+
+TEST_CASE("the registry holds every pass the project ships", "[registry]") {
+  std::vector<std::string> names;
+  for (const auto* p : graphrw::registeredPasses()) names.push_back(p->name);
+  // One schema file per pass and one pass per schema file.
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(kRoot / "schemas" / "passes"))
+    files.push_back(e.path().filename().string().substr(0, e.path().filename().string().find('.')));
+  std::sort(files.begin(), files.end());
+  CHECK(names == files);
+  CHECK(names.size() >= 4);
+}
+
+TEST_CASE("every registered pass has a schema, a subcommand, docs and a case its command and rule file agree on",
+          "[registry][cli]") {
+  const std::string docs = readFile(kRoot / "docs" / "passes.md");
+  for (const graphrw::PassSpec* spec : graphrw::registeredPasses()) {
+    DYNAMIC_SECTION("pass " << spec->name) {
+      // Schema: the entry's "pass" is this pass; every declared option lands on a key it defines.
+      const json& schema = graphrw::SchemaSet::builtin().document(spec->schema);
+      CHECK(schema["properties"]["pass"]["const"] == spec->name);
+      for (const auto& o : spec->options) {
+        std::string top = o.pointer.substr(1, o.pointer.find('/', 1) - 1);
+        INFO("option " << o.flags << " -> " << o.pointer);
+        CHECK(schema["properties"].contains(top));
+        if (!o.allowed.empty() && o.pointer == "/" + top) {
+          auto allowed = o.allowed;
+          auto enumerated = schema["properties"][top]["enum"].get<std::vector<std::string>>();
+          std::sort(allowed.begin(), allowed.end());
+          std::sort(enumerated.begin(), enumerated.end());
+          CHECK(allowed == enumerated);
+        }
+      }
+      CHECK_FALSE(spec->summary.empty());
+      CHECK(spec->examples.size() >= 2);
+
+      // Subcommand: generated, with every option and the examples.
+      auto help = run(graphrw::test::graphrwBin() + " " + spec->name + " --help");
+      CHECK(help.status == 0);
+      for (const auto& o : spec->options) CHECK_THAT(help.out, Catch::Contains(longFlag(o.flags)));
+      CHECK_THAT(help.out, Catch::Contains("Examples:") && Catch::Contains(spec->examples.front()));
+
+      // Docs: a section of its own.
+      CHECK_THAT(docs, Catch::Contains("\n## " + spec->name + "\n"));
+
+      // A case: command and rule file write the same bytes, and they differ from the input.
+      fs::path casePath = kRoot / "tests" / "passes" / "cases" / (spec->name + ".json");
+      REQUIRE(fs::exists(casePath));
+      json c = json::parse(readFile(casePath));
+      graphrw::test::TempDir dir;
+      fs::path input = kRoot / c["model"].get<std::string>();
+      if (c.contains("prepare")) {
+        std::string cmd = graphrw::test::graphrwBin();
+        for (const auto& a : c["prepare"]) cmd += " " + q(a.get<std::string>());
+        auto prepared = run(cmd + " " + q(input) + " -o " + q(dir / "input.onnx"));
+        REQUIRE(prepared.status == 0);
+        input = dir / "input.onnx";
+      }
+      std::string cmd = graphrw::test::graphrwBin() + " " + spec->name + " " + q(input);
+      for (const auto& a : c["args"]) cmd += " " + q(a.get<std::string>());
+      auto byCommand = run(cmd + " -o " + q(dir / "command.onnx"));
+      INFO(cmd << "\n" << byCommand.err);
+      REQUIRE(byCommand.status == 0);
+      graphrw::test::writeFile(dir / "rules.json", json{{"version", 1}, {"passes", {c["rule"]}}}.dump(2));
+      auto byRules = run(graphrw::test::graphrwBin() + " run " + q(dir / "rules.json") + " " + q(input) + " -o " +
+                         q(dir / "rules.onnx"));
+      INFO(byRules.err);
+      REQUIRE(byRules.status == 0);
+      CHECK(readFile(dir / "command.onnx") == readFile(dir / "rules.onnx"));
+      CHECK(readFile(dir / "command.onnx") != readFile(input));
+    }
+  }
+}
