@@ -3,7 +3,10 @@
 // generated subcommand with every declared option and examples, a section in
 // docs/passes.md, and a case (tests/passes/cases/NAME.json) on which its
 // command and the equivalent one-pass rule file write the same bytes, and
-// change the model.
+// change the model. A case names its model ("model": a path below the
+// repository, or "model_text": ONNX's textual syntax as a list of lines), an
+// optional "prepare" command run on it first, the command's "args" and the
+// equivalent "rule".
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -87,7 +90,15 @@ TEST_CASE("every registered pass has a schema, a subcommand, docs and a case its
       REQUIRE(fs::exists(casePath));
       json c = json::parse(readFile(casePath));
       graphrw::test::TempDir dir;
-      fs::path input = kRoot / c["model"].get<std::string>();
+      fs::path input;
+      if (c.contains("model_text")) {  // ONNX's textual syntax, lines joined
+        std::string text;
+        for (const auto& line : c["model_text"]) text += line.get<std::string>() + "\n";
+        graphrw::test::writeProto(graphrw::test::parseModel(text), dir / "model.onnx");
+        input = dir / "model.onnx";
+      } else {
+        input = kRoot / c["model"].get<std::string>();
+      }
       if (c.contains("prepare")) {
         std::string cmd = graphrw::test::graphrwBin();
         for (const auto& a : c["prepare"]) cmd += " " + q(a.get<std::string>());
