@@ -63,33 +63,33 @@ struct OptionSpec {
     JsonPairs,  // --opt K=V (repeatable)          -> {"K": V as JSON, else the string}
     Json,       // --opt JSON                      -> the JSON value
   };
-  std::string flags;               // CLI11 names: "--every" or "-k,--key"
-  std::string pointer;             // JSON pointer in the entry: "/every", "/replacements/0/with"
+  std::string flags{};             // CLI11 names: "--every" or "-k,--key"
+  std::string pointer{};           // JSON pointer in the entry: "/every", "/replacements/0/with"
   Kind kind = Kind::String;
-  std::string help;
-  std::vector<std::string> allowed;  // String: the values the schema allows (checked by CLI11 too)
-  std::string defaultValue;          // shown in --help
+  std::string help{};
+  std::vector<std::string> allowed{};  // String: the values the schema allows (checked by CLI11 too)
+  std::string defaultValue{};          // shown in --help
   bool required = false;
   // In messages about the object holding `pointer` (e.g. "/replacements/0"),
   // this flag and its value name it ("--with Gelu").
   bool labels = false;
-  std::vector<std::string> excludes;  // flags this one cannot be given with
-  std::vector<std::string> needs;     // flags this one needs
+  std::vector<std::string> excludes{};  // flags this one cannot be given with
+  std::vector<std::string> needs{};     // flags this one needs
   // Replaces the default conversion of the given values (e.g. "all" for a list).
-  std::function<nlohmann::json(const std::vector<std::string>& values)> convert;
+  std::function<nlohmann::json(const std::vector<std::string>& values)> convert{};
 };
 
 struct PassSpec {
-  std::string name;       // rule files' "pass" and the subcommand
-  std::string summary;    // one line
-  std::string schema;     // below schemas/: "passes/NAME.schema.json"
-  std::string outputTag;  // without -o, MODEL.onnx is written to MODEL.<outputTag>.onnx
-  std::vector<OptionSpec> options;
-  std::vector<std::string> examples;  // command lines for --help
+  std::string name{};       // rule files' "pass" and the subcommand
+  std::string summary{};    // one line
+  std::string schema{};     // below schemas/: "passes/NAME.schema.json"
+  std::string outputTag{};  // without -o, MODEL.onnx is written to MODEL.<outputTag>.onnx
+  std::vector<OptionSpec> options{};
+  std::vector<std::string> examples{};  // command lines for --help
   // From an entry already valid against `schema`; `pointer` is the entry's
   // place in the rule file ("" for a command line). Throws Error(Usage).
   std::function<std::unique_ptr<Pass>(const nlohmann::json& entry, const RuleContext& where, const std::string& pointer)>
-      create;
+      create{};
 };
 
 // Every registered pass, by name.
