@@ -315,7 +315,7 @@ class OutlineRun {
     };
     auto relative = [&](const std::string& name) {
       std::string rel = name;
-      if (w.scoped && rel.rfind(b.key, 0) == 0) rel = rel.substr(b.key.size());
+      if (w.scoped && rel.starts_with(b.key)) rel = rel.substr(b.key.size());
       while (!rel.empty() && rel.front() == '/') rel.erase(rel.begin());
       return group.callee + "/" + (rel.empty() ? std::string("value") : rel);
     };

@@ -58,7 +58,7 @@ onnx::FunctionProto parseTemplate(const std::string& text, const std::string& wh
   for (const auto& op : fp.opset_import()) opsets[op.domain()] = op.version();
   for (auto& node : *fp.mutable_node()) {
     for (auto& a : *node.mutable_attribute()) {
-      if (a.type() != onnx::AttributeProto::STRING || a.s().rfind(marker, 0) != 0) continue;
+      if (a.type() != onnx::AttributeProto::STRING || !a.s().starts_with(marker)) continue;
       std::string formal = a.s().substr(marker.size());
       auto version = opsets.count(node.domain()) ? opsets[node.domain()] : onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(node.domain().empty() ? "" : node.domain()).second;
       const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(version), node.domain());

@@ -86,7 +86,7 @@ OpPlan ReplaceRun::plan(const Replacement& r, Node& n) {
 
   // Attributes: rename, keep what the target accepts (with its type), set, check required ones.
   auto accepts = [&](const std::string& name) {
-    if (name.rfind("__", 0) == 0) return true;
+    if (name.starts_with("__")) return true;
     if (schema) return schema->attributes().count(name) > 0;
     if (fn) {
       auto names = fn->attributeNames();

@@ -11,7 +11,7 @@ namespace graphrw {
 using onnx::AttributeProto;
 
 std::optional<AttributeType> expectedAttributeType(const onnx::OpSchema* op, const std::string& name) {
-  if (name.rfind("__", 0) == 0) return popart::expectedType(name);
+  if (name.starts_with("__")) return popart::expectedType(name);
   if (!op) return std::nullopt;
   auto it = op->attributes().find(name);
   if (it == op->attributes().end()) return std::nullopt;

@@ -205,7 +205,7 @@ int runBatchCommand(const std::string& rulesPath, const std::vector<std::string>
   std::cerr << "graphrw: converted " << items.size() - failed << ", failed " << failed << "\n";
   for (const auto& item : items)
     if (!item.ok)
-      std::cerr << "graphrw:   " << (item.error.rfind(item.input, 0) == 0 ? item.error : item.input + ": " + item.error)
+      std::cerr << "graphrw:   " << (item.error.starts_with(item.input) ? item.error : item.input + ": " + item.error)
                 << "\n";
   if (!flags.report.empty())
     writeText(flags.report, nlohmann::json{{"rules", rulesPath}, {"models", reports}}.dump(2) + "\n");

@@ -22,6 +22,19 @@ std::string longName(const std::string& flags) {
   return comma == std::string::npos ? flags : flags.substr(comma + 1);
 }
 
+// What --help shows for the value.
+const char* valueName(Kind kind) {
+  switch (kind) {
+    case Kind::Integer: return "N";
+    case Kind::Selectors: return "SEL";
+    case Kind::List: return "A,B";
+    case Kind::Pairs:
+    case Kind::JsonPairs: return "K=V";
+    case Kind::Json: return "JSON";
+    default: return "TEXT";
+  }
+}
+
 bool takesValue(Kind kind) { return kind != Kind::Flag && kind != Kind::NoFlag; }
 bool repeatable(Kind kind) {
   return kind == Kind::Selectors || kind == Kind::List || kind == Kind::Pairs || kind == Kind::JsonPairs;
@@ -150,6 +163,7 @@ PassCommands::PassCommands(CLI::App& app) {
         opt = cmd->add_flag(o.flags, c->flags[i], o.help);
       } else {
         opt = cmd->add_option(o.flags, c->values[i], o.help)->type_size(1)->allow_extra_args(false);
+        opt->type_name(valueName(o.kind));
         if (!repeatable(o.kind)) opt->multi_option_policy(CLI::MultiOptionPolicy::Throw);
         if (o.kind == Kind::List) opt->delimiter(',');
         if (!o.allowed.empty()) opt->check(CLI::IsMember(o.allowed));

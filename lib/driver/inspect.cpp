@@ -54,7 +54,7 @@ void countGraph(const Model& model, Graph& g, Counts& c, bool isSub) {
     if (model.findFunction(n->domain(), n->opType(), n->overload()))
       c.calls[{n->domain(), n->opType(), n->overload()}]++;
     for (const auto& a : n->attributes())
-      if (a.name().rfind("__", 0) == 0) c.popart[{a.name(), attributeTypeName(a.type())}]++;
+      if (a.name().starts_with("__")) c.popart[{a.name(), attributeTypeName(a.type())}]++;
     if (popart::isCheckpoint(*n))
       c.checkpoints.push_back({{"node", n->name()}, {"value", n->input(0) ? n->input(0)->name() : ""}});
     else if (popart::recomputeType(*n) == popart::kRecompute)

@@ -66,12 +66,6 @@ void inferStrict(onnx::ModelProto& proto) {
 
 }  // namespace
 
-void onnxCheck(const onnx::ModelProto& proto, const std::string& modelDir) {
-  registerGraphcoreOps();
-  checkStructure(proto, modelDir);
-  onnx::ModelProto copy = proto;
-  inferStrict(copy);
-}
 
 std::vector<ValidationFinding> validateModel(Model& model) {
   std::vector<ValidationFinding> findings;
@@ -91,9 +85,9 @@ std::vector<ValidationFinding> validateModel(Model& model) {
   std::function<void(Graph&, const std::string&)> popartCheck = [&](Graph& g, const std::string& where) {
     for (const auto& n : g.nodes()) {
       for (const auto& a : n->attributes())
-        if (a.name().rfind("__", 0) == 0)
+        if (a.name().starts_with("__"))
           for (auto& problem : popart::checkAttribute(a.proto))
-            findings.push_back({"popart", where, "node '" + n->name() + "' (" + opName(*n) + "): " + problem});
+            findings.push_back({"popart", where, nodeLabel(*n) + ": " + problem});
       for (Graph* sub : n->subgraphs()) popartCheck(*sub, where + " > node '" + n->name() + "'");
     }
   };

@@ -17,9 +17,5 @@ struct ValidationFinding {
 
 std::vector<ValidationFinding> validateModel(ir::Model& model);
 
-// ONNX's full model check (checker and strict shape inference) on the model's
-// protobuf form; external data is looked up in the model's folder. Throws
-// onnx::checker::ValidationError or onnx::InferenceError.
-void onnxCheck(const onnx::ModelProto& proto, const std::string& modelDir);
 
 }  // namespace graphrw

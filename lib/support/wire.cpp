@@ -100,14 +100,6 @@ bool Reader::next(Field& f) {
   return true;
 }
 
-size_t varintSize(uint64_t value) {
-  size_t n = 1;
-  while (value >= 0x80) {
-    value >>= 7;
-    ++n;
-  }
-  return n;
-}
 
 void appendVarint(std::string& out, uint64_t value) {
   while (value >= 0x80) {

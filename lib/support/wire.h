@@ -54,7 +54,6 @@ class Reader {
 
 void appendVarint(std::string& out, uint64_t value);
 void appendTag(std::string& out, uint32_t number, WireType type);
-size_t varintSize(uint64_t value);
 
 // Helpers for unknown fields. Fields newer than ONNX 1.12 (NodeProto.overload,
 // FunctionProto.attribute_proto, value_info, ...) arrive there.

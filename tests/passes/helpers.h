@@ -26,7 +26,7 @@ std::map<std::string, size_t> opCounts(const onnx::ModelProto& m);
 // Writes before/after and checks ONNX Runtime gives the same outputs.
 void checkSameMaths(const onnx::ModelProto& before, ir::Model& after, double tol = 1e-5, int intMax = 2);
 void checkSameMaths(const onnx::ModelProto& before, const onnx::ModelProto& after, double tol = 1e-5, int intMax = 2);
-// ONNX's checker and strict shape inference pass.
+// graphrw validate finds nothing (checker, strict shape inference, verifier, PopART attribute types).
 void checkValid(ir::Model& m);
 
 }  // namespace graphrw::test
