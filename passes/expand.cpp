@@ -28,6 +28,13 @@ class ExpandRun {
 
   void run(Model& model, PassContext& context) {
     auto before = ModelUsage::of(model);
+    if (options_.select.empty()) {
+      // Everything is inlined: refuse before any work when it would be too big.
+      uint64_t total = expandedNodeCount(model);
+      if (total > options_.maxNodes)
+        usageError("expand: the model would have " + std::to_string(total) + " nodes once inlined, over the limit of " +
+                   std::to_string(options_.maxNodes) + " (--max-nodes / max_nodes)");
+    }
 
     // Calls first: function bodies (calls inside kept functions are inlined
     // too), then the main graph. Schema ops second, once calls are gone and
@@ -35,9 +42,9 @@ class ExpandRun {
     for (Phase phase : {Phase::Calls, Phase::SchemaOps}) {
       if (phase == Phase::SchemaOps && !options_.schemaAll && options_.schemaOps.empty()) break;
       phase_ = phase;
-      std::vector<Function*> functions;
-      for (const auto& f : model.functions()) functions.push_back(f.get());
-      for (Function* f : functions) expandGraph(f->body(), {"function " + f->key().str()});
+      // Callees first: a body is flat before it is copied into its callers,
+      // so a chain of N functions costs N copies, not N^2.
+      for (Function* f : functionsCalleesFirst(model)) expandGraph(f->body(), {"function " + f->key().str()});
       expandGraph(model.graph(), {});
     }
 
@@ -142,6 +149,9 @@ class ExpandRun {
       }
       if (t.kind == Kind::SchemaOp && !typesKnown(g, *n, *t.schema)) continue;
       std::vector<Node*> created = inlineTarget(g, n, t, opsets);
+      if (rw_->counts().nodesAdded > options_.maxNodes)
+        usageError("expand: inlining created over " + std::to_string(options_.maxNodes) +
+                   " nodes (--max-nodes / max_nodes); stopped at " + nodeLabel(*n));
       auto next = stack;
       next.push_back(t.key);
       process(g, created, next);
@@ -327,6 +337,7 @@ ExpandOptions expandOptionsFromJson(const nlohmann::json& j, const RuleContext& 
   }
   o.convertOpset = j.value("convert_opset", false);
   o.allowNoMatch = j.value("allow_no_match", false);
+  o.maxNodes = j.value("max_nodes", o.maxNodes);
   return o;
 }
 
@@ -360,6 +371,8 @@ const RegisterPass registration{PassSpec{
              .help = "Convert bodies whose ai.onnx version differs with ONNX's version converter"},
             {.flags = "--allow-no-match", .pointer = "/allow_no_match", .kind = Kind::Flag,
              .help = "A selector matching nothing is a warning, not an error"},
+            {.flags = "--max-nodes", .pointer = "/max_nodes", .kind = Kind::Integer,
+             .help = "Refuse an expansion that would create more nodes than this", .defaultValue = "10000000"},
         },
     .examples =
         {

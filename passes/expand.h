@@ -18,6 +18,7 @@ struct ExpandOptions {
   std::vector<std::string> schemaOps; // --schema-ops OP,OP
   bool convertOpset = false;          // convert bodies whose ai.onnx version differs
   bool allowNoMatch = false;          // a selector matching nothing is a warning, not an error
+  uint64_t maxNodes = 10'000'000;     // refuse an expansion creating more nodes than this
 };
 
 std::unique_ptr<Pass> createExpandPass(ExpandOptions options);

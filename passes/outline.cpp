@@ -169,10 +169,10 @@ class OutlineRun {
     if (const Attribute* a = n->attribute(kOutline); a && a->type() == onnx::AttributeProto::STRINGS)
       for (int i = 0; i + 1 < a->proto.strings_size(); i += 2) pairs.emplace_back(a->proto.strings(i), a->proto.strings(i + 1));
     auto next = pairs;
-    for (const auto& [k, v] : options_.keys) {
-      auto it = std::find_if(next.begin(), next.end(), [&](const auto& p) { return p.first == k; });
-      if (it != next.end()) it->second = v;
-      else next.emplace_back(k, v);
+    for (const auto& key : options_.keys) {
+      auto it = std::find_if(next.begin(), next.end(), [&](const auto& p) { return p.first == key.first; });
+      if (it != next.end()) it->second = key.second;
+      else next.push_back(key);
     }
     const Attribute* existing = n->attribute(kOutline);
     if (next == pairs && existing && existing->type() == onnx::AttributeProto::STRINGS) return 0;

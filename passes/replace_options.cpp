@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <regex>
+#include <sstream>
 
 #include "attributes.h"
 #include "error.h"
@@ -13,6 +14,8 @@
 namespace graphrw::passes {
 
 using ir::elementSize;
+
+constexpr uintmax_t kMaxTemplateBytes = 1 << 20;
 
 namespace {
 
@@ -48,8 +51,12 @@ onnx::FunctionProto parseTemplate(const std::string& text, const std::string& wh
   onnx::FunctionProto fp;
   auto status = onnx::OnnxParser::Parse(fp, prepared.c_str());
   if (!status.IsOK()) {
-    std::string msg = status.ErrorMessage();
-    std::replace(msg.begin(), msg.end(), '\n', ' ');
+    // Position and reason only: the parser's "Error context" line would echo
+    // the file's text, whatever file the rule named.
+    std::string msg, line;
+    std::istringstream lines(status.ErrorMessage());
+    while (std::getline(lines, line))
+      if (!line.empty() && !line.starts_with("Error context")) msg += (msg.empty() ? "" : " ") + line;
     usageError(where + ": the template does not parse: " + msg);
   }
   if (fp.name().empty()) usageError(where + ": the template has no name");
@@ -164,6 +171,11 @@ ReplaceOptions replaceOptionsFromJson(const nlohmann::json& j, const RuleContext
       } else {
         std::filesystem::path file = e["template_file"].get<std::string>();
         if (file.is_relative()) file = rules.baseDir() / file;
+        std::string where = rules.at(p + "/template_file");
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(file, ec)) usageError(where + ": " + file.string() + " is not a regular file");
+        if (std::filesystem::file_size(file, ec) > kMaxTemplateBytes)
+          usageError(where + ": " + file.string() + " is over " + std::to_string(kMaxTemplateBytes) + " bytes; not a template");
         text = readTextFile(file.string(), "template file");
       }
       r.templ = parseTemplate(text, rules.at(p + (e.contains("template") ? "/template" : "/template_file")));

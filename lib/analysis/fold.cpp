@@ -13,7 +13,8 @@ using TP = onnx::TensorProto;
 
 int64_t HostTensor::count() const {
   int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+  for (int64_t d : dims)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) badInput("a tensor's dimensions are negative or multiply past 2^63");
   return n;
 }
 
@@ -69,7 +70,8 @@ HostTensor readTensor(const Tensor& tensor) {
       default: badInput("tensor '" + p.name() + "': type " + dataTypeName(t.type) + " cannot be folded");
     }
   }
-  if (t.data.size() != static_cast<size_t>(t.count()) * size)
+  uint64_t needed = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(t.count()), size, &needed) || t.data.size() != needed)
     badInput("tensor '" + p.name() + "' holds " + std::to_string(t.data.size()) + " bytes, its shape needs " +
              std::to_string(static_cast<size_t>(t.count()) * size));
   return t;

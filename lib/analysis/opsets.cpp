@@ -83,6 +83,60 @@ std::unique_ptr<Function> convertFunction(Model& model, const Function& function
   return buildFunction(model, std::move(fp));
 }
 
+namespace {
+
+// The functions the nodes of g (and its subgraphs) call, in order of appearance.
+std::vector<Function*> calledBy(const Model& model, const Graph& g) {
+  std::vector<Function*> out;
+  g.walkGraphs([&](const Graph& sub) {
+    for (const auto& n : sub.nodes())
+      if (Function* f = model.findFunction(n->domain(), n->opType(), n->overload())) out.push_back(f);
+  });
+  return out;
+}
+
+uint64_t saturatingAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+}  // namespace
+
+std::vector<Function*> functionsCalleesFirst(const Model& model) {
+  std::vector<Function*> order;
+  std::set<const Function*> seen;
+  for (const auto& root : model.functions()) {
+    if (!seen.insert(root.get()).second) continue;
+    std::vector<std::pair<Function*, std::vector<Function*>>> stack;
+    stack.emplace_back(root.get(), calledBy(model, root->body()));
+    while (!stack.empty()) {
+      auto& [f, callees] = stack.back();
+      if (callees.empty()) {
+        order.push_back(f);
+        stack.pop_back();
+        continue;
+      }
+      Function* next = callees.back();
+      callees.pop_back();
+      if (seen.insert(next).second) stack.emplace_back(next, calledBy(model, next->body()));
+    }
+  }
+  return order;
+}
+
+uint64_t expandedNodeCount(const Model& model) {
+  std::map<const Function*, uint64_t> flat;
+  auto count = [&](const Graph& g) {
+    uint64_t total = 0;
+    g.walkGraphs([&](const Graph& sub) {
+      for (const auto& n : sub.nodes()) {
+        const Function* f = model.findFunction(n->domain(), n->opType(), n->overload());
+        total = saturatingAdd(total, f ? flat[f] : 1);
+      }
+    });
+    return total;
+  };
+  for (Function* f : functionsCalleesFirst(model)) flat[f] = count(f->body());
+  return count(model.graph());
+}
+
 ModelUsage ModelUsage::of(const ir::Model& model) {
   ModelUsage u;
   model.walkGraphs([&](const ir::Graph& g) {

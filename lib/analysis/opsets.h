@@ -28,6 +28,13 @@ struct ModelUsage {
   std::set<std::string> domains;
   static ModelUsage of(const ir::Model& model);
 };
+// The model's functions with every function after the functions it calls
+// (the model must have no call cycle: the loader refuses those).
+std::vector<ir::Function*> functionsCalleesFirst(const ir::Model& model);
+// How many nodes the main graph would have with every call of a local
+// function inlined, recursively (subgraph nodes included); saturates at UINT64_MAX.
+uint64_t expandedNodeCount(const ir::Model& model);
+
 // After a rewrite: removes the functions reachable before and not any more,
 // and the opset imports of domains used before and not any more. Functions
 // never called stay (as in ONNX's inliner). Returns the removed functions' names.

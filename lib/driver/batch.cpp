@@ -1,5 +1,7 @@
 #include "batch.h"
 
+#include <charconv>
+
 #include <algorithm>
 #include <atomic>
 #include <mutex>
@@ -12,9 +14,12 @@ namespace graphrw {
 Shard Shard::parse(const std::string& text) {
   size_t slash = text.find('/');
   auto number = [&](const std::string& s) -> size_t {
-    if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
-      usageError("--shard '" + text + "': expected I/N with 0 <= I < N");
-    return std::stoul(s);
+    size_t v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size())
+      usageError("--shard '" + text + "': expected I/N with 0 <= I < N" +
+                 (ec == std::errc::result_out_of_range ? " (a number too large)" : ""));
+    return v;
   };
   if (slash == std::string::npos) usageError("--shard '" + text + "': expected I/N with 0 <= I < N");
   Shard s{number(text.substr(0, slash)), number(text.substr(slash + 1))};

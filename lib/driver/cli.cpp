@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
 #include <set>
 
 #include "atomic_file.h"
@@ -47,12 +48,14 @@ std::string outputPath(const std::string& input, const std::string& requested, c
       if (fs::equivalent(input, requested, ec))
         usageError("refusing to overwrite the input model '" + input + "'; choose another -o");
     }
+    if (requested != "-") checkOutputPath(requested);
     return requested;
   }
   if (input == "-") return "-";
   fs::path in(input);
   fs::path ext = in.extension();
   fs::path out = in.parent_path() / (in.stem().string() + "." + what + (ext.empty() ? ".onnx" : ext.string()));
+  checkOutputPath(out);
   return out.string();
 }
 
@@ -105,8 +108,6 @@ void writeReport(const PipelineFlags& flags, const std::string& input, const std
                  const nlohmann::json& passes) {
   if (flags.report.empty()) return;
   nlohmann::json report = {{"model", input}, {"output", output}, {"passes", passes}};
-  if (flags.report == "-" && output == "-")
-    usageError("--report - needs the model written to a file with -o (or --dry-run)");
   writeText(flags.report, report.dump(2) + "\n");
 }
 
@@ -124,6 +125,17 @@ void writeOut(ir::Model& model, const std::string& path, const WriteOptions& opt
 
 int runPipeline(const std::string& input, const std::string& out, std::vector<std::shared_ptr<const Pass>> passes,
                 const PipelineFlags& flags, const ExternalOptions& external) {
+  // Every usage conflict before the input is read or an output touched.
+  if (!flags.dryRun && flags.report == "-" && out == "-")
+    usageError("--report - needs the model written to a file with -o (or --dry-run)");
+  if (!flags.report.empty() && flags.report != "-") {
+    checkOutputPath(flags.report);
+    std::error_code ec;
+    if ((out != "-" && fs::equivalent(flags.report, out, ec)) || (input != "-" && fs::equivalent(flags.report, input, ec)))
+      usageError("--report " + flags.report + " would overwrite a model; choose another file");
+  }
+  WriteOptions writeOptions = external.writeOptions();
+  if (input != "-") writeOptions.protect.push_back(input);
   auto model = loadModel(input);
   PassManager pm(flags.options());
   for (auto& p : passes) pm.add(std::move(p));
@@ -136,7 +148,7 @@ int runPipeline(const std::string& input, const std::string& out, std::vector<st
     releaseAtExit(model);
     return 0;
   }
-  writeOut(*model, out, external.writeOptions());
+  writeOut(*model, out, writeOptions);
   writeReport(flags, input, out, report);
   releaseAtExit(model);
   return 0;
@@ -155,29 +167,44 @@ int runBatchCommand(const std::string& rulesPath, const std::vector<std::string>
   // immutable and shared by every model.
   const RuleFile rules = loadRules(rulesPath);
   if (outDir.empty()) usageError("several models need --out-dir DIR (outputs keep their input's file name)");
-  std::vector<std::string> inputs = shardInputs(models, shardText.empty() ? Shard{} : Shard::parse(shardText));
   std::error_code ec;
-  fs::create_directories(outDir, ec);
-  if (!fs::is_directory(outDir)) usageError("--out-dir '" + outDir + "' is not a folder");
-  std::vector<BatchItem> items;
+  if (fs::exists(outDir, ec) && !fs::is_directory(outDir, ec)) usageError("--out-dir '" + outDir + "' is not a folder");
+  // Collisions over all inputs, before sharding: every shard of one list agrees.
   std::set<std::string> names;
-  for (const auto& input : inputs) {
+  std::vector<std::string> all = shardInputs(models, Shard{});
+  for (const auto& input : all) {
     if (input == "-") usageError("standard input cannot be one of several models");
+    if (!names.insert(fs::path(input).filename().string()).second)
+      usageError("two inputs are named '" + fs::path(input).filename().string() + "': their outputs would collide in --out-dir");
+    if (fs::equivalent(input, fs::path(outDir) / fs::path(input).filename(), ec))
+      usageError("refusing to overwrite the input '" + input + "'; choose another --out-dir");
+  }
+  std::vector<std::string> inputs = shardInputs(models, shardText.empty() ? Shard{} : Shard::parse(shardText));
+  std::vector<BatchItem> items;
+  for (const auto& input : inputs) {
     BatchItem item;
     item.input = input;
     item.output = (fs::path(outDir) / fs::path(input).filename()).string();
-    if (!names.insert(fs::path(input).filename().string()).second)
-      usageError("two inputs are named '" + fs::path(input).filename().string() + "': their outputs would collide in --out-dir");
-    if (fs::equivalent(item.input, item.output, ec)) usageError("refusing to overwrite the input '" + input + "'; choose another --out-dir");
     items.push_back(std::move(item));
   }
+  WriteOptions writeOptions = external.writeOptions();
+  writeOptions.protect.assign(all.begin(), all.end());
+  std::once_flag madeOutDir;
   bool tty = isatty(STDERR_FILENO) && !flags.quiet;
   auto job = [&](BatchItem& item) {
     auto model = loadModel(item.input);
     PassManager pm(flags.options());
     for (const auto& p : rules.passes) pm.add(p);
     auto report = pm.run(*model);
-    if (!flags.dryRun) writeModel(*model, item.output, external.writeOptions());
+    if (!flags.dryRun) {
+      // The folder appears with the first model written, not before.
+      std::call_once(madeOutDir, [&] {
+        std::error_code e;
+        fs::create_directories(outDir, e);
+        if (!fs::is_directory(outDir)) fail(ExitCode::OutputFailed, "cannot create --out-dir '" + outDir + "'");
+      });
+      writeModel(*model, item.output, writeOptions);
+    }
     if (!flags.report.empty()) item.report = std::move(report);
   };
   auto progress = [&](const BatchItem& item, size_t done, size_t failed) {
@@ -294,8 +321,10 @@ int main(int argc, char** argv) {
     }
     if (convert->parsed()) {
       std::string out = outputPath(input, output, "converted");
+      WriteOptions writeOptions = external.writeOptions();
+      if (input != "-") writeOptions.protect.push_back(input);
       auto model = loadModel(input);
-      writeOut(*model, out, external.writeOptions());
+      writeOut(*model, out, writeOptions);
       releaseAtExit(model);
       return 0;
     }

@@ -8,6 +8,8 @@ namespace graphrw {
 
 using nlohmann::json;
 
+constexpr int kMaxRuleDepth = 64;
+
 std::unique_ptr<Pass> buildPass(const PassSpec& spec, const json& entry, const RuleContext& where,
                                 const std::string& pointer) {
   if (auto e = SchemaSet::builtin().validate(entry, spec.schema))
@@ -18,13 +20,25 @@ std::unique_ptr<Pass> buildPass(const PassSpec& spec, const json& entry, const R
 RuleFile parseRules(const std::string& text, const std::string& displayName) {
   RuleContext rules{displayName, text, {}};
   json doc;
+  // Nesting is checked while parsing: a rule file is a few levels deep, and a
+  // hostile one 100,000 deep must not exhaust the stack anywhere later.
+  struct TooDeep {};
+  auto limitDepth = [](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxRuleDepth) throw TooDeep{};
+    return true;
+  };
   try {
-    doc = json::parse(text);
+    doc = json::parse(text, limitDepth);
+  } catch (const TooDeep&) {
+    usageError(displayName + ": nested more than " + std::to_string(kMaxRuleDepth) + " levels deep; not a rule file");
   } catch (const json::parse_error& e) {
     size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + std::min(e.byte, text.size()), '\n'));
     std::string what = e.what();
     what = what.substr(what.find(':') + 2);  // drop nlohmann's "[json.exception.parse_error.101] parse error at ..."
     usageError(displayName + ":" + std::to_string(line) + ": not valid JSON: " + what);
+  } catch (const json::exception& e) {  // a number too large for a double, ...
+    std::string what = e.what();
+    usageError(displayName + ": not valid JSON: " + what.substr(what.find(']') + 2));
   }
   auto fail = [&](const std::string& pointer, const std::string& message) { usageError(rules.at(pointer) + ": " + message); };
 

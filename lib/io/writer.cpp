@@ -265,7 +265,7 @@ void writePieces(int fd, const std::vector<wire::Piece>& given, const std::strin
       ssize_t n = writev(fd, iov.data() + k, static_cast<int>(std::min<size_t>(iov.size() - k, IOV_MAX)));
       if (n < 0) {
         if (errno == EINTR) continue;
-        fail(ExitCode::OutputFailed, what + ": write failed: " + std::strerror(errno));
+        fail(ExitCode::OutputFailed, what + ": write failed: " + (errno == ENOSPC ? std::string("no space left on the device (disk full)") : std::strerror(errno)));
       }
       auto left = static_cast<size_t>(n);
       while (k < iov.size() && left >= iov[k].iov_len) left -= iov[k++].iov_len;
@@ -413,6 +413,16 @@ WriteResult writeModel(Model& model, const std::string& path, const WriteOptions
     fs::path target = fs::weakly_canonical(outDir / data.location, ec);
     if (externalSources(model).count(target))
       usageError("external data file '" + data.location + "' is read by the input model; choose another name");
+    auto same = [&](const fs::path& other) {
+      std::error_code e1;
+      return fs::weakly_canonical(other, e1) == target;
+    };
+    if (!toStdout && same(path))
+      usageError("external data file '" + data.location + "' would be the output model itself; choose another name");
+    for (const auto& input : options.protect)
+      if (same(input))
+        usageError("external data file '" + data.location + "' would replace the input " + input.string() +
+                   "; choose another name");
   }
 
   ProtoBuilder builder(false, options, relocate, useData ? &data : nullptr);
@@ -434,15 +444,18 @@ WriteResult writeModel(Model& model, const std::string& path, const WriteOptions
     result.externalBytes = data.size;
     result.dataFiles.push_back((outDir / data.location).string());
   }
+  // The data file is committed first, keeping the file it replaces until the
+  // model is in place: a failure leaves both as they were.
   if (toStdout) {
-    if (dataOut) dataOut->commit();
+    if (dataOut) dataOut->commit(/*keepBackup=*/true);
     writePieces(STDOUT_FILENO, spliced.pieces, "<stdout>");
   } else {
     AtomicFile out(path);
     writePieces(out.fd(), spliced.pieces, path);
-    if (dataOut) dataOut->commit();
+    if (dataOut) dataOut->commit(/*keepBackup=*/true);
     out.commit();
   }
+  if (dataOut) dataOut->release();
   return result;
 }
 

@@ -22,6 +22,8 @@ struct WriteOptions {
   ExternalMode external = ExternalMode::Keep;
   std::string externalFile;  // Move: the data file, relative to the output's folder
   uint64_t threshold = 1024;
+  // Files the command read (its input models): an external data file may not replace one.
+  std::vector<std::filesystem::path> protect;
 };
 
 struct WriteResult {

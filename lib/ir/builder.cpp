@@ -1,5 +1,7 @@
 #include "builder.h"
 
+#include <map>
+
 #include "error.h"
 #include "verifier.h"
 #include "wire.h"
@@ -237,6 +239,54 @@ class Builder {
   std::shared_ptr<ExternalFiles> external_;
 };
 
+namespace {
+
+// A function that calls itself, directly or through others, cannot be
+// inlined, checked or run: "call cycle: d::A -> d::B -> d::A". Iterative, so
+// a chain of any length is fine.
+void rejectCallCycles(const Model& model) {
+  const auto& fns = model.functions();
+  std::map<const Function*, size_t> index;
+  for (size_t i = 0; i < fns.size(); ++i) index[fns[i].get()] = i;
+  std::vector<std::vector<size_t>> calls(fns.size());
+  for (size_t i = 0; i < fns.size(); ++i)
+    fns[i]->body().walkGraphs([&](const Graph& g) {
+      for (const auto& n : g.nodes())
+        if (const Function* f = model.findFunction(n->domain(), n->opType(), n->overload())) calls[i].push_back(index[f]);
+    });
+  enum : uint8_t { kNew, kOpen, kDone };
+  std::vector<uint8_t> state(fns.size(), kNew);
+  for (size_t root = 0; root < fns.size(); ++root) {
+    if (state[root] != kNew) continue;
+    std::vector<std::pair<size_t, size_t>> stack{{root, 0}};  // function, next call to follow
+    state[root] = kOpen;
+    while (!stack.empty()) {
+      auto& [f, next] = stack.back();
+      if (next == calls[f].size()) {
+        state[f] = kDone;
+        stack.pop_back();
+        continue;
+      }
+      size_t callee = calls[f][next++];
+      if (state[callee] == kOpen) {
+        std::string cycle;
+        bool on = false;
+        for (const auto& frame : stack) {
+          on = on || frame.first == callee;
+          if (on) cycle += fns[frame.first]->key().str() + " -> ";
+        }
+        badInput("call cycle: " + cycle + fns[callee]->key().str());
+      }
+      if (state[callee] == kNew) {
+        state[callee] = kOpen;
+        stack.push_back({callee, 0});
+      }
+    }
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<ir::Model> buildModel(onnx::ModelProto& proto, const std::vector<Bytes>& payloads,
                                       std::shared_ptr<ir::ExternalFiles> external) {
   auto model = std::make_unique<Model>();
@@ -246,6 +296,7 @@ std::unique_ptr<ir::Model> buildModel(onnx::ModelProto& proto, const std::vector
   model->walkGraphs([](Graph& g) {
     if (auto cycle = findCycle(g)) badInput(*cycle);
   });
+  rejectCallCycles(*model);
   return model;
 }
 

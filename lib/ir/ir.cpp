@@ -14,7 +14,10 @@ namespace graphrw::ir {
 
 int64_t Tensor::elementCount() const {
   int64_t n = 1;
-  for (int64_t d : proto_.dims()) n *= d;
+  for (int64_t d : proto_.dims()) {
+    if (d < 0) badInput("tensor '" + name() + "': negative dimension " + std::to_string(d));
+    if (__builtin_mul_overflow(n, d, &n)) badInput("tensor '" + name() + "': its dimensions multiply past 2^63 elements");
+  }
   return n;
 }
 
@@ -28,7 +31,10 @@ uint64_t Tensor::storedBytes() const {
   if (isExternal()) {
     auto ref = parseExternalRef(proto_);
     if (ref.length) return *ref.length;
-    return static_cast<uint64_t>(std::max<int64_t>(0, elementCount())) * elementSize(dataType());
+    uint64_t bytes = 0;
+    if (__builtin_mul_overflow(static_cast<uint64_t>(elementCount()), elementSize(dataType()), &bytes))
+      badInput("tensor '" + name() + "': its size in bytes is past 2^64");
+    return bytes;
   }
   const auto& p = proto_;
   if (p.has_raw_data()) return p.raw_data().size();
