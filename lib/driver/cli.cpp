@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include "error.h"
 #include "graphcore_ops.h"
 #include "inspect.h"
+#include "json_text.h"
 #include "loader.h"
 #include "rules.h"
 #include "validate.h"
@@ -25,9 +27,21 @@ namespace fs = std::filesystem;
 namespace graphrw::cli {
 namespace {
 
+// %E: the message with control characters escaped (names come from models).
+class EscapedMessage final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+    std::string text = escapeControl(std::string_view(msg.payload.data(), msg.payload.size()));
+    dest.append(text.data(), text.data() + text.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<EscapedMessage>(); }
+};
+
 void setupLogging(int verbosity, bool quiet) {
   auto logger = spdlog::stderr_logger_mt("graphrw");  // batch workers log too
-  logger->set_pattern("graphrw: %l: %v");
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  formatter->add_flag<EscapedMessage>('E').set_pattern("graphrw: %l: %E");
+  logger->set_formatter(std::move(formatter));
   spdlog::set_default_logger(logger);
   if (quiet)
     spdlog::set_level(spdlog::level::err);
@@ -214,7 +228,7 @@ int runBatchCommand(const std::string& rulesPath, const std::vector<std::string>
                 << items.size() << (failed ? " (" + std::to_string(failed) + " failed)" : std::string()) << std::flush;
       if (done == items.size()) std::cerr << "\n";
     } else if (!flags.quiet) {
-      std::cerr << "graphrw: [" << done << "/" << items.size() << "] " << item.input << ": "
+      std::cerr << "graphrw: [" << done << "/" << items.size() << "] " << escapeControl(item.input) << ": "
                 << (item.ok ? (flags.dryRun ? "checked (dry run)" : "converted") : "failed") << "\n";
     }
   };
@@ -232,7 +246,7 @@ int runBatchCommand(const std::string& rulesPath, const std::vector<std::string>
   std::cerr << "graphrw: converted " << items.size() - failed << ", failed " << failed << "\n";
   for (const auto& item : items)
     if (!item.ok)
-      std::cerr << "graphrw:   " << (item.error.starts_with(item.input) ? item.error : item.input + ": " + item.error)
+      std::cerr << "graphrw:   " << escapeControl(item.error.starts_with(item.input) ? item.error : item.input + ": " + item.error)
                 << "\n";
   if (!flags.report.empty())
     writeText(flags.report, nlohmann::json{{"rules", rulesPath}, {"models", reports}}.dump(2) + "\n");
@@ -355,8 +369,8 @@ int main(int argc, char** argv) {
       } else {
         for (const auto& f : findings) {
           std::string msg = f.message;
-          std::replace(msg.begin(), msg.end(), '\n', ' ');
-          std::cout << f.check << ": " << f.where << ": " << msg << "\n";
+          std::replace(msg.begin(), msg.end(), '\n', ' ');  // ONNX's multi-line messages: one finding, one line
+          std::cout << f.check << ": " << escapeControl(f.where) << ": " << escapeControl(msg) << "\n";
         }
         if (findings.empty()) std::cout << input << ": valid\n";
       }
@@ -364,10 +378,10 @@ int main(int argc, char** argv) {
       return findings.empty() ? 0 : static_cast<int>(ExitCode::Findings);
     }
   } catch (const Error& e) {
-    std::cerr << "graphrw: error: " << e.what() << "\n";
+    std::cerr << "graphrw: error: " << escapeControl(e.what()) << "\n";
     return static_cast<int>(e.code());
   } catch (const std::exception& e) {
-    std::cerr << "graphrw: internal error: " << e.what() << "\n";
+    std::cerr << "graphrw: internal error: " << escapeControl(e.what()) << "\n";
     return static_cast<int>(ExitCode::Internal);
   }
   return static_cast<int>(ExitCode::Usage);

@@ -35,6 +35,22 @@ std::string escapePointerToken(const std::string& key) {
   return out;
 }
 
+std::string escapeControl(std::string_view text) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 std::optional<std::string> didYouMean(const std::string& word, const std::vector<std::string>& candidates) {
   std::optional<std::string> best;
   size_t bestDistance = std::max<size_t>(2, word.size() / 3) + 1;

@@ -299,3 +299,18 @@ TEST_CASE("kill -9 at any point leaves the old output or the complete new one", 
   REQUIRE(run(bin() + " convert " + q(dir / "expected.onnx") + " -o " + q(dir / "again.onnx")).status == 0);
   CHECK(tempFiles(dir.path()).empty());
 }
+
+TEST_CASE("names from a model cannot split or forge message lines", "[cli][reliability]") {
+  graphrw::test::TempDir dir;
+  auto proto = graphrw::test::parseModel(graphrw::test::kSmallModel);
+  // A node reading a value nobody produces, named with a newline and an ANSI escape.
+  auto* n = proto.mutable_graph()->add_node();
+  n->set_op_type("Relu");
+  n->add_input("evil\ngraphrw: info: all good\x1b[0m");
+  n->add_output("z");
+  graphrw::test::writeProto(proto, dir / "evil.onnx");
+  auto r = run(bin() + " convert " + q(dir / "evil.onnx") + " -o " + q(dir / "out.onnx"));
+  CHECK(r.status == 3);
+  CHECK(lines(r.err) == 1);
+  CHECK_THAT(r.err, Catch::Contains("evil\\x0agraphrw: info: all good\\x1b[0m"));
+}
