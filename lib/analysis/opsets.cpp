@@ -137,6 +137,17 @@ uint64_t expandedNodeCount(const Model& model) {
   return count(model.graph());
 }
 
+size_t callDepth(const Model& model) {
+  std::map<const Function*, size_t> depth;  // of the calls below a function's body
+  auto below = [&](const Graph& g) {
+    size_t d = 0;
+    for (const Function* f : calledBy(model, g)) d = std::max(d, depth[f] + 1);
+    return d;
+  };
+  for (Function* f : functionsCalleesFirst(model)) depth[f] = below(f->body());
+  return below(model.graph());
+}
+
 ModelUsage ModelUsage::of(const ir::Model& model) {
   ModelUsage u;
   model.walkGraphs([&](const ir::Graph& g) {

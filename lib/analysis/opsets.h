@@ -35,6 +35,9 @@ std::vector<ir::Function*> functionsCalleesFirst(const ir::Model& model);
 // function inlined, recursively (subgraph nodes included); saturates at UINT64_MAX.
 uint64_t expandedNodeCount(const ir::Model& model);
 
+// How deep calls of local functions nest from the main graph (0: no calls).
+size_t callDepth(const ir::Model& model);
+
 // After a rewrite: removes the functions reachable before and not any more,
 // and the opset imports of domains used before and not any more. Functions
 // never called stay (as in ONNX's inliner). Returns the removed functions' names.

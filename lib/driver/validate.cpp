@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "external_data.h"
+#include "opsets.h"
 #include "popart.h"
 #include "verifier.h"
 #include "writer.h"
@@ -22,6 +23,8 @@ namespace graphrw {
 using namespace ir;
 
 namespace {
+
+constexpr size_t kMaxInferenceCallDepth = 4096;
 
 // ONNX's checker writes a warning to std::cerr for every node whose op type
 // was once an experimental ONNX op (Scale, DynamicSlice, ...), whatever its
@@ -76,10 +79,18 @@ std::vector<ValidationFinding> validateModel(Model& model) {
   } catch (const std::exception& e) {
     findings.push_back({"checker", "model", e.what()});
   }
-  try {
-    inferStrict(proto);
-  } catch (const std::exception& e) {
-    findings.push_back({"shape-inference", "model", e.what()});
+  // ONNX's inference recurses through every call: past this depth it would
+  // exhaust the stack, so it is not run (and that is a finding).
+  if (size_t depth = callDepth(model); depth > kMaxInferenceCallDepth) {
+    findings.push_back({"shape-inference", "model",
+                        "not run: local function calls nest " + std::to_string(depth) + " deep, over graphrw's limit of " +
+                            std::to_string(kMaxInferenceCallDepth) + " for ONNX's recursive inference (expand first)"});
+  } else {
+    try {
+      inferStrict(proto);
+    } catch (const std::exception& e) {
+      findings.push_back({"shape-inference", "model", e.what()});
+    }
   }
   for (auto& f : verify(model)) findings.push_back({"verifier", f.where, f.message});
   std::function<void(Graph&, const std::string&)> popartCheck = [&](Graph& g, const std::string& where) {

@@ -165,7 +165,7 @@ B (x) => (y) { y = f.A(x) }
 TEST_CASE("expand: a long chain of functions inlines, an exponential one is refused before any work",
           "[cli][reliability]") {
   graphrw::test::TempDir dir;
-  const int n = 3000;
+  const int n = 4200;
   std::string chain = "<ir_version: 8, opset_import: [\"\" : 17, \"f\" : 1]>\nmain (float[2] X) => (float[2] Y) { Y = f.F0(X) }\n";
   for (int i = 0; i < n; ++i)
     chain += "<domain: \"f\", opset_import: [\"\" : 17, \"f\" : 1]>\nF" + std::to_string(i) + " (x) => (y) { y = " +
@@ -175,6 +175,12 @@ TEST_CASE("expand: a long chain of functions inlines, an exponential one is refu
   REQUIRE(r.status == 0);
   auto report = nlohmann::json::parse(readFile(dir / "r.json"));
   CHECK(report["passes"][0]["functions_removed"].size() == n);
+  // validate never recurses without bound: past its depth limit ONNX's inference is not run, and says so.
+  auto valid = run(bin() + " validate " + q(dir / "chain.onnx"));
+  CHECK(valid.status == 1);
+  CHECK_THAT(valid.out, Catch::Contains("nest 4200 deep") && Catch::Contains("not run"));
+  auto flatValid = run(bin() + " validate " + q(dir / "flat.onnx"));
+  CHECK(flatValid.status == 0);
   auto flat = graphrw::test::readProto(dir / "flat.onnx");
   CHECK(flat.graph().node_size() == 1);
   CHECK(flat.graph().node(0).op_type() == "Relu");
