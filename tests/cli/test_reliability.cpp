@@ -290,16 +290,18 @@ TEST_CASE("kill -9 at any point leaves the old output or the complete new one", 
   // A model large enough for the kill to land mid-write.
   auto gen = run(std::string(GRAPHRW_GEN_BERT) + " -o " + q(dir / "big.onnx") + " --layers 4 --hidden 512 --intermediate 2048 --vocab 8000");
   REQUIRE(gen.status == 0);
-  REQUIRE(run(bin() + " expand " + q(dir / "big.onnx") + " -o " + q(dir / "expected.onnx")).status == 0);
-  const std::string expected = readFile(dir / "expected.onnx");
   const std::string old = "previous output";
-  for (int delayMs : {0, 5, 15, 30, 60, 120}) {
-    writeFile(dir / "out.onnx", old);
-    run("(" + bin() + " expand " + q(dir / "big.onnx") + " -o " + q(dir / "out.onnx") + " & p=$!; sleep " +
-        std::to_string(delayMs / 1000.0) + "; kill -9 $p; wait $p) 2>/dev/null");
-    std::string now = readFile(dir / "out.onnx");
-    INFO("killed after " << delayMs << " ms");
-    CHECK((now == old || now == expected));
+  for (const char* command : {"expand", "convert"}) {
+    REQUIRE(run(bin() + " " + command + " " + q(dir / "big.onnx") + " -o " + q(dir / "expected.onnx")).status == 0);
+    const std::string expected = readFile(dir / "expected.onnx");
+    for (int delayMs : {0, 5, 15, 30, 60, 120}) {
+      writeFile(dir / "out.onnx", old);
+      run("(" + bin() + " " + command + " " + q(dir / "big.onnx") + " -o " + q(dir / "out.onnx") + " & p=$!; sleep " +
+          std::to_string(delayMs / 1000.0) + "; kill -9 $p; wait $p) 2>/dev/null");
+      std::string now = readFile(dir / "out.onnx");
+      INFO(command << " killed after " << delayMs << " ms");
+      CHECK((now == old || now == expected));
+    }
   }
   // Whatever was left behind, the next run in the folder cleans it.
   REQUIRE(run(bin() + " convert " + q(dir / "expected.onnx") + " -o " + q(dir / "again.onnx")).status == 0);
