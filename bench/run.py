@@ -7,6 +7,11 @@ under graphrw-bench-spawn (posix_spawn + wait4), so time and peak RSS are the
 command's own, not this script's.
 
   bench/run.py [--build build] [--runs 5] [--only io|external|scaling] [--overwrite] [--json out.json]
+               [--baseline OTHER_GRAPHRW]
+
+With --baseline, every graphrw command also runs with that binary (e.g. the
+previous commit's), interleaved in the same invocation, and the ratio
+new/baseline is printed: a change's effect without the machine's noise.
 """
 import argparse, json, os, shutil, statistics, subprocess, sys
 
@@ -20,6 +25,17 @@ def run_once(spawn, cmd):
     if r["status"] != 0:
         sys.exit(f"bench: {' '.join(cmd)} failed with status {r['status']}")
     return r["seconds"], r["peak_rss_bytes"]
+
+
+BASELINE = None
+
+
+def with_baseline(cmds, graphrw):
+    """Adds 'NAME @baseline' twins of the graphrw commands, run with --baseline's binary."""
+    if not BASELINE:
+        return cmds
+    twins = {f"{k} @baseline": [BASELINE if a == graphrw else a for a in v] for k, v in cmds.items() if graphrw in v}
+    return {**cmds, **twins}
 
 
 def measure(spawn, cmds, runs, before=None):
@@ -65,11 +81,11 @@ def io_bench(args, out):
             for f in outputs:
                 if os.path.exists(f):
                     os.remove(f)
-    res = measure(spawn, {
+    res = measure(spawn, with_baseline({
         "cp": ["cp", model, outputs[0]],
         "convert": [g, "-q", "convert", model, "-o", outputs[1]],
         "expand": [g, "-q", "expand", model, "-o", outputs[2]],
-    }, args.runs, before=fresh)
+    }, g), args.runs, before=fresh)
     base = res["cp"]["median_s"]
     return {"model": "bert-base (12 layers, hidden 768, embedded weights)" + (", outputs replaced" if args.overwrite else ", fresh outputs"), "bytes": size,
             "results": {k: dict(v, ratio_to_cp=v["median_s"] / base, rss_fraction_of_file=v["peak_rss_bytes"] / size)
@@ -119,7 +135,7 @@ def scaling_bench(args, out):
             subprocess.check_call([gen, "-o", model, "--calls", str(calls), "--body-nodes", "20"])
         cmds[f"expand {label}"] = [g, "-q", "expand", model, "-o", os.path.join(out, f"calls-{calls}.expanded.onnx")]
         cmds[f"rules {label}"] = [g, "-q", "run", rules, model, "-o", os.path.join(out, f"calls-{calls}.rules.onnx")]
-    res = measure(spawn, cmds, args.runs)
+    res = measure(spawn, with_baseline(cmds, g), args.runs)
     return {"body_nodes": 20, "nodes": {"10k": 10_000, "1M": 1_000_000}, "results": res,
             "ratio_expand_1M_to_10k": res["expand 1M"]["median_s"] / res["expand 10k"]["median_s"],
             "ratio_rules_1M_to_10k": res["rules 1M"]["median_s"] / res["rules 10k"]["median_s"]}
@@ -132,7 +148,10 @@ def main():
     ap.add_argument("--only", choices=["io", "external", "scaling"])
     ap.add_argument("--overwrite", action="store_true", help="io: each run replaces the previous run's output")
     ap.add_argument("--json")
+    ap.add_argument("--baseline", help="another graphrw binary to run interleaved with this build's")
     args = ap.parse_args()
+    global BASELINE
+    BASELINE = os.path.abspath(args.baseline) if args.baseline else None
     out = os.path.join(ROOT, "bench", "out")
     os.makedirs(out, exist_ok=True)
     report = {"loadavg": os.getloadavg()}
@@ -149,6 +168,12 @@ def main():
             print(f"  {k:12s} median {v['median_s']:.3f}s  peak RSS {v['peak_rss_bytes'] / 2**20:.0f} MiB")
         print(f"scaling 1M/10k nodes: expand x{report['scaling']['ratio_expand_1M_to_10k']:.1f}, "
               f"rules with every pass x{report['scaling']['ratio_rules_1M_to_10k']:.1f} (100 = linear)")
+    for name in ("io", "external", "scaling"):
+        for k, v in report.get(name, {}).get("results", {}).items():
+            if BASELINE and k.endswith(" @baseline"):
+                mine = report[name]["results"][k[: -len(" @baseline")]]
+                print(f"  {name} {k[: -len(' @baseline')]}: this build x{mine['median_s'] / v['median_s']:.3f} of the baseline's time, "
+                      f"peak RSS x{mine['peak_rss_bytes'] / v['peak_rss_bytes']:.3f}")
     report["loadavg_after"] = os.getloadavg()
     print(f"load average before {report['loadavg'][0]:.1f}, after {report['loadavg_after'][0]:.1f}")
     if args.json:
