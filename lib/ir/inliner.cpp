@@ -153,10 +153,10 @@ InlineResult InlineCopier::inlineBody(Rewriter& rw, Node* call, const Graph& bod
   InlineCopier copier(rw, env, prefix, result);
 
   if (call->inputs().size() > body.inputs().size())
-    badInput("node '" + call->name() + "' (" + opName(*call) + ") has " + std::to_string(call->inputs().size()) +
+    badInput(nodeLabel(*call) + " has " + std::to_string(call->inputs().size()) +
              " inputs but its body takes " + std::to_string(body.inputs().size()));
   if (call->outputs().size() > body.outputs().size())
-    badInput("node '" + call->name() + "' (" + opName(*call) + ") has " + std::to_string(call->outputs().size()) +
+    badInput(nodeLabel(*call) + " has " + std::to_string(call->outputs().size()) +
              " outputs but its body gives " + std::to_string(body.outputs().size()));
 
   // Formal inputs bind to the actual values; a missing optional stays missing.
@@ -181,7 +181,7 @@ InlineResult InlineCopier::inlineBody(Rewriter& rw, Node* call, const Graph& bod
     }
   }
   if (!body.sparseInitializers().empty())
-    badInput("node '" + call->name() + "': inlining a body with sparse initializers is not supported");
+    badInput(nodeLabel(*call) + ": inlining a body with sparse initializers is not supported");
 
   // Body outputs produced by a body node take over the call's output values
   // (so their names never change); the others go through an Identity.
@@ -201,7 +201,7 @@ InlineResult InlineCopier::inlineBody(Rewriter& rw, Node* call, const Graph& bod
   for (const auto& [j, formal] : viaIdentity) {
     Value* actual = call->output(j);
     Value* source = copier.mapped(formal);
-    if (!source) badInput("node '" + call->name() + "': output " + std::to_string(j) + " of its body is a missing input");
+    if (!source) badInput(nodeLabel(*call) + ": output " + std::to_string(j) + " of its body is a missing input");
     Rewriter::NodeSpec spec{joinName(prefix, "Identity"), "Identity", "", {source}, {""}};
     Node* id = rw.createNode(target, call, std::move(spec));
     rw.adoptOutput(id, 0, actual);

@@ -41,7 +41,7 @@ std::vector<std::string> tempFiles(const fs::path& dir) {
 
 }  // namespace
 
-TEST_CASE("-o writes through devices, FIFOs and symlinks, refuses folders, keeps modes", "[cli][reliability]") {
+TEST_CASE("outputs: -o writes through devices, FIFOs and symlinks, refuses folders, keeps modes", "[cli][reliability]") {
   graphrw::test::TempDir dir;
   auto m = smallModel(dir.path());
   REQUIRE(run(bin() + " convert " + q(m) + " -o " + q(dir / "expected.onnx")).status == 0);
@@ -283,6 +283,17 @@ TEST_CASE("a full disk: a clear error, nothing partial, the old output intact", 
   CHECK_THAT(r.err, Catch::Contains("disk full"));
   CHECK(readFile(small / "out.onnx") == "old");
   CHECK(tempFiles(small).empty());
+
+  // A read-only folder is named as such.
+  fs::path readOnly = dir / "read-only";
+  fs::create_directory(readOnly);
+  REQUIRE(mount("tmpfs", readOnly.c_str(), "tmpfs", MS_RDONLY, "size=64k") == 0);
+  Unmount unmountReadOnly{readOnly};
+  auto ro = run(bin() + " convert " + q(fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "bert-tiny.onnx") + " -o " +
+                q(readOnly / "out.onnx"));
+  CHECK(ro.status == 4);
+  CHECK(lines(ro.err) == 1);
+  CHECK_THAT(ro.err, Catch::Contains("is not writable") && Catch::Contains("read-only"));
 }
 
 TEST_CASE("kill -9 at any point leaves the old output or the complete new one", "[cli][reliability]") {
