@@ -53,6 +53,45 @@ void setupLogging(int verbosity, bool quiet) {
     spdlog::set_level(spdlog::level::info);
 }
 
+std::string unknownCommand(const CLI::App& app, const std::string& word) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  std::string msg = "unknown command '" + word + "'";
+  if (auto near = didYouMean(word, names)) msg += " (did you mean '" + *near + "'?)";
+  return msg + "; see graphrw --help";
+}
+
+// CLI11's message, with a did-you-mean for a mistyped command or flag and a
+// pointer to the help of the command it was for.
+std::string explainParseError(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  // The command word: the first argument that is not an option.
+  const CLI::App* command = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    std::string word = argv[i];
+    if (word.starts_with("-")) continue;
+    for (const CLI::App* sub : app.get_subcommands({}))
+      if (sub->get_name() == word) command = sub;
+    if (!command) return unknownCommand(app, word);
+    break;
+  }
+  std::string msg = e.what();
+  if (command) {
+    std::vector<std::string> flags;
+    for (const CLI::Option* o : command->get_options())
+      for (const auto& name : o->get_lnames()) flags.push_back("--" + name);
+    for (const CLI::Option* o : app.get_options())
+      for (const auto& name : o->get_lnames()) flags.push_back("--" + name);
+    for (int i = 1; i < argc; ++i) {
+      std::string word = argv[i];
+      if (!word.starts_with("--")) continue;
+      word = word.substr(0, word.find('='));
+      if (std::find(flags.begin(), flags.end(), word) != flags.end()) continue;
+      if (auto near = didYouMean(word, flags)) msg += " (did you mean '" + *near + "' for '" + word + "'?)";
+    }
+  }
+  return msg + " (see graphrw " + (command ? command->get_name() + " " : std::string()) + "--help)";
+}
+
 }  // namespace
 
 std::string outputPath(const std::string& input, const std::string& requested, const std::string& what) {
@@ -274,6 +313,7 @@ int main(int argc, char** argv) {
   CLI::App app{"graphrw: rewrite ONNX graphs for Graphcore IPUs and any ONNX backend"};
   app.name("graphrw");
   app.require_subcommand(1);
+  app.fallthrough();  // -v / -q anywhere, after the subcommand too (subcommands inherit this)
   app.set_version_flag("--version", std::string("graphrw ") + GRAPHRW_VERSION);
   int verbosity = 0;
   bool quiet = false;
@@ -313,6 +353,10 @@ int main(int argc, char** argv) {
 
   auto* schema = app.add_subcommand("schema", "Print the JSON Schema of rule files (draft 2020-12)");
 
+  std::string helpTopic;
+  auto* help = app.add_subcommand("help", "Show the help of graphrw or of one command: graphrw help [COMMAND]");
+  help->add_option("command", helpTopic, "A command");
+
   auto* validate = app.add_subcommand("validate", "ONNX checker, strict shape inference, IR verifier, PopART attribute types");
   validate->add_option("model", input, "ONNX model, or - for stdin")->required();
   validate->add_flag("--json", json, "Print JSON");
@@ -323,8 +367,21 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    std::string msg = e.what();
-    std::cerr << "graphrw: error: " << msg << " (see graphrw --help)\n";
+    std::cerr << "graphrw: error: " << escapeControl(explainParseError(app, e, argc, argv)) << "\n";
+    return static_cast<int>(ExitCode::Usage);
+  }
+  if (help->parsed()) {
+    if (helpTopic.empty()) {
+      // The top-level help itself (app.help() would show the parsed `help` subcommand's).
+      std::cout << app.get_formatter()->make_help(&app, "graphrw", CLI::AppFormatMode::Normal);
+      return 0;
+    }
+    for (const CLI::App* sub : app.get_subcommands({}))
+      if (sub->get_name() == helpTopic) {
+        std::cout << sub->help();
+        return 0;
+      }
+    std::cerr << "graphrw: error: " << escapeControl(unknownCommand(app, helpTopic)) << "\n";
     return static_cast<int>(ExitCode::Usage);
   }
   setupLogging(verbosity, quiet);

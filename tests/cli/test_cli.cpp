@@ -418,3 +418,36 @@ TEST_CASE("payloads copied file to file and file to pipe give identical bytes", 
   REQUIRE(run(bin() + " convert " + q(dir / "ext.onnx") + " -o - --embed-external-data | cat > " + q(dir / "back.onnx")).status == 0);
   CHECK(graphrw::test::readFile(dir / "back.onnx") == original);
 }
+
+TEST_CASE("usage errors suggest the command or flag meant and point at that command's help", "[cli]") {
+  graphrw::test::TempDir dir;
+  auto m = smallModel(dir);
+  auto typo = run(bin() + " expnd " + q(m));
+  CHECK(typo.status == 2);
+  CHECK(lines(typo.err) == 1);
+  CHECK_THAT(typo.err, Catch::Contains("unknown command 'expnd' (did you mean 'expand'?)"));
+  auto flag = run(bin() + " expand " + q(m) + " --selct op_type=Layer");
+  CHECK(flag.status == 2);
+  CHECK_THAT(flag.err, Catch::Contains("did you mean '--select'") && Catch::Contains("see graphrw expand --help"));
+  auto missing = run(bin() + " checkpoint");
+  CHECK_THAT(missing.err, Catch::Contains("see graphrw checkpoint --help"));
+
+  // graphrw help [COMMAND]
+  auto help = run(bin() + " help");
+  CHECK(help.status == 0);
+  CHECK_THAT(help.out, Catch::Contains("expand") && Catch::Contains("prune"));
+  auto helpCmd = run(bin() + " help outline");
+  CHECK(helpCmd.status == 0);
+  CHECK_THAT(helpCmd.out, Catch::Contains("--mode") && Catch::Contains("Examples:"));
+  auto helpBad = run(bin() + " help outlin");
+  CHECK(helpBad.status == 2);
+  CHECK_THAT(helpBad.err, Catch::Contains("did you mean 'outline'"));
+
+  // Global flags after the subcommand.
+  auto verbose = run(bin() + " convert " + q(m) + " -o " + q(dir / "v.onnx") + " -v");
+  CHECK(verbose.status == 0);
+  CHECK_THAT(verbose.err, Catch::Contains("graphrw: debug:") || Catch::Contains("graphrw: info: wrote"));
+  auto quiet = run(bin() + " convert " + q(m) + " -o " + q(dir / "q.onnx") + " -q");
+  CHECK(quiet.status == 0);
+  CHECK(quiet.err.empty());
+}
