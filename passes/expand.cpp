@@ -28,7 +28,7 @@ class ExpandRun {
 
   void run(Model& model, PassContext& context) {
     auto before = ModelUsage::of(model);
-    if (options_.select.empty()) {
+    if (options_.calls && options_.select.empty()) {
       // Everything is inlined: refuse before any work when it would be too big.
       uint64_t total = expandedNodeCount(model);
       if (total > options_.maxNodes)
@@ -88,14 +88,14 @@ class ExpandRun {
     Target t;
     if (options_.exclude.matches(n)) return t;
     if (Function* f = model_->findFunction(n.domain(), n.opType(), n.overload())) {
-      if (phase_ != Phase::Calls || !selected(n)) return t;
+      if (phase_ != Phase::Calls || !options_.calls || !selected(n)) return t;
       t = {Kind::Function, f, nullptr, "function " + f->key().str()};
       return t;
     }
     if (n.domain() == "ai.graphcore" && n.opType() == "Call") {
       const Attribute* callee = n.attribute("callee");
       if (!callee || !callee->g) badInput(nodeLabel(n) + " has no 'callee' GRAPH attribute");
-      if (phase_ != Phase::Calls || !selected(n)) return t;
+      if (phase_ != Phase::Calls || !options_.calls || !selected(n)) return t;
       t = {Kind::GraphcoreCall, nullptr, nullptr, "callee " + callee->g->residual().name()};
       return t;
     }

@@ -12,6 +12,7 @@
 namespace graphrw::passes {
 
 struct ExpandOptions {
+  bool calls = true;                  // inline calls at all (false: schema ops only)
   SelectorSet select;                 // calls to inline; empty: every call
   SelectorSet exclude;                // never inlined (calls and schema ops)
   bool schemaAll = false;             // --schema-ops all

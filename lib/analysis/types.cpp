@@ -4,9 +4,11 @@
 #include <onnx/shape_inference/implementation.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <list>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
@@ -133,10 +135,9 @@ const onnx::TensorProto* dataOf(const Value* v) {
 
 // Types for the untyped outputs of the main graph's nodes, in order. Returns
 // whether every node with an untyped output got its types.
-bool inferOnIr(Rewriter& rw) {
+bool inferOnIr(Rewriter& rw, Graph& g) {
   Model& model = rw.model();
   registerGraphcoreOps();
-  Graph& g = model.graph();
   auto scope = scopeOpsets(model, g);
   bool complete = true;
   for (const auto& owned : g.nodes()) {
@@ -184,13 +185,92 @@ void inferMissingTypes(Rewriter& rw, const std::vector<Value*>& wanted) {
     return false;
   };
   if (!missing()) return;
-  inferOnIr(rw);
+  inferOnIr(rw, rw.model().graph());
   // What the per-node pass cannot type (calls of local functions, values in
   // subgraphs) goes through ONNX's whole-model inference.
   Untyped untyped;
   for (Value* v : wanted)
     if (v && !v->type()) untyped[v->name()].push_back(v);
   if (!untyped.empty()) inferNamed(rw, untyped);
+}
+
+}  // namespace graphrw
+
+namespace graphrw {
+
+void inferFunctionTypes(Rewriter& rw) {
+  Model& model = rw.model();
+  auto order = functionsCalleesFirst(model);
+  std::reverse(order.begin(), order.end());  // callers first
+  // Call sites: nodes anywhere that call a function.
+  auto callsOf = [&](const Function* f) {
+    std::vector<Node*> calls;
+    model.walkGraphs([&](Graph& g) {
+      for (const auto& n : g.nodes())
+        if (model.findFunction(n->domain(), n->opType(), n->overload()) == f) calls.push_back(n.get());
+    });
+    return calls;
+  };
+  // Merges b into a: false when they differ beyond tensor dimensions.
+  auto merge = [](onnx::TypeProto& a, const onnx::TypeProto& b) {
+    if (!a.has_tensor_type() || !b.has_tensor_type()) return a.SerializeAsString() == b.SerializeAsString();
+    auto& ta = *a.mutable_tensor_type();
+    const auto& tb = b.tensor_type();
+    if (ta.elem_type() != tb.elem_type()) return false;
+    if (!ta.has_shape() || !tb.has_shape() || ta.shape().dim_size() != tb.shape().dim_size()) {
+      ta.clear_shape();
+      return true;
+    }
+    for (int d = 0; d < ta.shape().dim_size(); ++d) {
+      auto* da = ta.mutable_shape()->mutable_dim(d);
+      if (da->SerializeAsString() != tb.shape().dim(d).SerializeAsString()) da->Clear();
+    }
+    return true;
+  };
+  inferOnIr(rw, model.graph());
+  // Twice: a body's calls are typed once their callees' outputs are.
+  for (int round = 0; round < 2; ++round) {
+    for (Function* f : order) {
+      auto calls = callsOf(f);
+      if (calls.empty()) continue;
+      Graph& body = f->body();
+      for (size_t i = 0; i < body.inputs().size(); ++i) {
+        Value* in = body.inputs()[i].value;
+        if (in->type()) continue;
+        // The call sites whose type is known must agree on the element type
+        // (the others are typically fed by an earlier call of the same
+        // function); dimensions they disagree on are left unknown.
+        std::optional<onnx::TypeProto> t;
+        bool agree = true;
+        for (Node* c : calls) {
+          const onnx::TypeProto* ct = c->input(i) ? c->input(i)->type() : nullptr;
+          if (!ct) continue;
+          if (!t) {
+            t = *ct;
+            continue;
+          }
+          agree &= merge(*t, *ct);
+        }
+        if (t && agree) rw.setType(in, std::move(*t));
+      }
+      size_t typed = 0;
+      std::string untypedNames;
+      for (const auto& in : body.inputs()) {
+        typed += in.value->type() != nullptr;
+        if (!in.value->type()) untypedNames += " " + in.value->name();
+      }
+      spdlog::debug("types: function {}: {} of {} inputs typed from {} call sites; untyped:{}", f->key().str(), typed,
+                    body.inputs().size(), calls.size(), untypedNames);
+      inferOnIr(rw, body);
+      for (Node* c : calls)
+        for (size_t i = 0; i < c->outputs().size() && i < body.outputs().size(); ++i) {
+          Value* out = c->output(i);
+          const onnx::TypeProto* t = body.outputs()[i].value->type();
+          if (out && !out->type() && t) rw.setType(out, *t);
+        }
+      for (Node* c : calls) inferOnIr(rw, *c->graph());
+    }
+  }
 }
 
 }  // namespace graphrw

@@ -18,4 +18,9 @@ void inferMissingTypes(ir::Rewriter& rw);
 // cheaper on large models when a pass needs a few types.
 void inferMissingTypes(ir::Rewriter& rw, const std::vector<ir::Value*>& wanted);
 
+// Types inside function bodies: a body input whose call sites agree on its
+// type (where it is known) gets it, and per-node inference runs through the body; the calls'
+// outputs get the body's output types. Polymorphic bodies stay untyped.
+void inferFunctionTypes(ir::Rewriter& rw);
+
 }  // namespace graphrw

@@ -56,7 +56,8 @@ nlohmann::json PassManager::run(ir::Model& model) {
                               {"functions_removed", c.functionsRemoved},
                               {"opset_imports_changed", c.opsetImportsChanged},
                               {"graph_outputs_changed", c.graphOutputsChanged},
-                              {"value_info_removed", c.valueInfoRemoved}}},
+                              {"value_info_removed", c.valueInfoRemoved},
+                              {"ir_version_changed", c.irVersionChanged}}},
                             {"changed", c.any()},
                             {"seconds", seconds}};
     for (auto& [k, v] : context.details.items()) entry[k] = v;

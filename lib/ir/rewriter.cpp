@@ -272,6 +272,12 @@ void Rewriter::removeFunction(const Function* fn) {
   counts_.functionsRemoved++;
 }
 
+void Rewriter::setIrVersion(int64_t version) {
+  if (model_.irVersion() == version) return;
+  model_.mutableResidual().set_ir_version(version);
+  counts_.irVersionChanged++;
+}
+
 void Rewriter::setOpsetImport(const Graph& g, const std::string& domain, int64_t version) {
   Function* f = g.owningFunction();
   if (!f) {

@@ -22,9 +22,11 @@ struct ChangeCounts {
   size_t functionsRemoved = 0;
   size_t opsetImportsChanged = 0;
   size_t valueInfoRemoved = 0;
+  size_t irVersionChanged = 0;
   bool any() const {
     return nodesAdded || nodesRemoved || nodesChanged || valuesRenamed || initializersAdded || initializersRemoved ||
-           graphOutputsChanged || functionsAdded || functionsRemoved || opsetImportsChanged || valueInfoRemoved;
+           graphOutputsChanged || functionsAdded || functionsRemoved || opsetImportsChanged || valueInfoRemoved ||
+           irVersionChanged;
   }
 };
 
@@ -96,6 +98,8 @@ class Rewriter {
   // Removes the import of `domain` from the scope holding g (the model, or
   // the function whose body g belongs to); returns whether it was there.
   bool removeOpsetImport(const Graph& g, const std::string& domain);
+  // The model's IR version becomes `version`.
+  void setIrVersion(int64_t version);
   // Puts g's nodes in an order where every node comes after the producers of
   // what it (or its subgraphs) reads, keeping the present order where it can.
   // Returns whether anything moved. Throws Error(Internal) on a cycle.

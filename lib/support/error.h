@@ -13,6 +13,7 @@ enum class ExitCode : int {
   Usage = 2,        // bad command line or rule file
   BadInput = 3,     // the model (or its external data) cannot be read or is not valid
   OutputFailed = 4, // the output could not be written
+  Unsupported = 5,  // the model is valid but cannot be rewritten as asked (an op with no form at the target opset)
   Internal = 70,    // a bug in graphrw
 };
 

@@ -1,0 +1,21 @@
+// opset: convert a model's ai.onnx ops to another opset version, up or down
+// (main graph, subgraphs, and functions that import ai.onnx), and set the IR
+// version. Every node that has no form at the target is listed in one error.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "pass.h"
+
+namespace graphrw::passes {
+
+struct OpsetOptions {
+  std::optional<int64_t> to;         // the ai.onnx version wanted
+  std::optional<int64_t> irVersion;  // the IR version wanted
+};
+
+std::unique_ptr<Pass> createOpsetPass(OpsetOptions options);
+
+}  // namespace graphrw::passes
