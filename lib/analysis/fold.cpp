@@ -5,11 +5,13 @@
 #include <numeric>
 
 #include "error.h"
+#include "fold_internal.h"
 
 namespace graphrw {
 
 using namespace ir;
 using TP = onnx::TensorProto;
+using namespace fold_detail;
 
 int64_t HostTensor::count() const {
   int64_t n = 1;
@@ -94,29 +96,6 @@ const std::vector<std::string>& foldable() {
   return ops;
 }
 
-std::vector<int64_t> ints(const Node& n, const char* name) {
-  const Attribute* a = n.attribute(name);
-  if (!a) return {};
-  return {a->proto.ints().begin(), a->proto.ints().end()};
-}
-std::optional<int64_t> intAttr(const Node& n, const char* name) {
-  const Attribute* a = n.attribute(name);
-  if (!a) return std::nullopt;
-  return a->proto.i();
-}
-
-std::vector<int64_t> stridesOf(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> s(dims.size(), 1);
-  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
-  return s;
-}
-
-int64_t normAxis(int64_t axis, size_t rank, const char* what) {
-  int64_t r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= r) badInput(std::string(what) + ": axis " + std::to_string(axis) + " out of range");
-  return axis < 0 ? axis + r : axis;
-}
-
 // Copies the elements of `in` at the multi-index `offset + i * step` (per axis) into out.
 HostTensor strided(const HostTensor& in, const std::vector<int64_t>& start, const std::vector<int64_t>& step,
                    const std::vector<int64_t>& outDims) {
@@ -162,17 +141,6 @@ HostTensor transpose(const HostTensor& in, std::vector<int64_t> perm) {
 }
 
 template <typename T>
-T load(const std::string& data, size_t i) {
-  T v;
-  std::memcpy(&v, data.data() + i * sizeof(T), sizeof(T));
-  return v;
-}
-template <typename T>
-void store(std::string& data, size_t i, T v) {
-  std::memcpy(data.data() + i * sizeof(T), &v, sizeof(T));
-}
-
-template <typename T>
 HostTensor binary(const std::string& op, const HostTensor& a, const HostTensor& b) {
   size_t rank = std::max(a.dims.size(), b.dims.size());
   std::vector<int64_t> da(rank, 1), db(rank, 1), dout(rank);
@@ -210,20 +178,6 @@ HostTensor binary(const std::string& op, const HostTensor& a, const HostTensor& 
   return out;
 }
 
-bool arithmetic(int32_t type) {
-  return type == TP::FLOAT || type == TP::DOUBLE || type == TP::INT32 || type == TP::INT64;
-}
-
-template <typename F>
-auto dispatch(int32_t type, F&& f) {
-  switch (type) {
-    case TP::FLOAT: return f(float{});
-    case TP::DOUBLE: return f(double{});
-    case TP::INT32: return f(int32_t{});
-    default: return f(int64_t{});
-  }
-}
-
 HostTensor cast(const HostTensor& in, int32_t to) {
   HostTensor out{to, in.dims, {}};
   size_t n = static_cast<size_t>(in.count());
@@ -249,11 +203,11 @@ std::vector<int64_t> axesFrom(const Node& n, const std::vector<const HostTensor*
 
 bool isFoldable(const Node& node) {
   return isDefaultDomain(node.domain()) &&
-         std::find(foldable().begin(), foldable().end(), node.opType()) != foldable().end();
+         (std::find(foldable().begin(), foldable().end(), node.opType()) != foldable().end() || isShapeOp(node.opType()));
 }
 
 std::optional<std::vector<HostTensor>> evaluate(const Node& n, const std::vector<const HostTensor*>& in,
-                                                std::string& why) {
+                                                std::string& why, uint64_t maxBytes) {
   const std::string& op = n.opType();
   auto need = [&](size_t i) -> const HostTensor& {
     if (i >= in.size() || !in[i]) badInput(op + ": input " + std::to_string(i) + " is missing");
@@ -411,6 +365,7 @@ std::optional<std::vector<HostTensor>> evaluate(const Node& n, const std::vector
     }
     return dispatch(x.type, [&](auto t) { return std::vector<HostTensor>{binary<decltype(t)>(op, x, y)}; });
   }
+  if (isShapeOp(op)) return evaluateShapeOp(n, in, why, maxBytes);
   why = op + " is not folded";
   return std::nullopt;
 }

@@ -29,8 +29,9 @@ onnx::TensorProto toTensorProto(const HostTensor& t, const std::string& name);
 // Whether graphrw can fold this op at all (its type and attributes are checked by evaluate).
 bool isFoldable(const ir::Node& node);
 // Evaluates `node` on constant inputs (nullptr: missing optional input).
-// Returns nothing, with `why` set, when an input type or attribute is not supported.
+// Returns nothing, with `why` set, when an input type or attribute is not
+// supported, or when a result would hold more than `maxBytes`.
 std::optional<std::vector<HostTensor>> evaluate(const ir::Node& node, const std::vector<const HostTensor*>& inputs,
-                                                std::string& why);
+                                                std::string& why, uint64_t maxBytes = UINT64_MAX);
 
 }  // namespace graphrw

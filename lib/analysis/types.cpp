@@ -121,16 +121,30 @@ class NodeContext final : public onnx::InferenceContext {
   std::unordered_map<std::string, const onnx::AttributeProto*> attrs_;
 };
 
-// A tensor whose data is in its proto (small initializers and Constants): shape inputs.
-const onnx::TensorProto* dataOf(const Value* v) {
+// A small tensor's data (initializers and Constants): the inputs shape
+// inference reads values from (Reshape's shape, Slice's starts, ...). Tensors
+// read in place from the file are copied into `cache` when small.
+const onnx::TensorProto* dataOf(const Value* v, std::unordered_map<const Value*, onnx::TensorProto>& cache) {
   const Tensor* t = nullptr;
   if (v->isInitializer()) {
     t = v->initializer();
   } else if (const Node* p = v->producer(); p && p->opType() == "Constant" && isDefaultDomain(p->domain())) {
     if (const Attribute* a = p->attribute("value"); a && a->t) t = a->t.get();
   }
-  if (!t || t->rawView() || t->isExternal()) return nullptr;
-  return &t->proto();
+  if (!t) return nullptr;
+  if (!t->rawView() && !t->isExternal()) return &t->proto();
+  constexpr uint64_t kSmall = 64 * 1024;
+  if (t->storedBytes() > kSmall) return nullptr;
+  if (auto it = cache.find(v); it != cache.end()) return &it->second;
+  onnx::TensorProto copy = t->proto();
+  copy.clear_data_location();
+  copy.clear_external_data();
+  if (t->rawView()) copy.set_raw_data(t->rawView()->data, t->rawView()->size);
+  else {
+    Bytes b = t->externalBytes();
+    copy.set_raw_data(b.data, b.size);
+  }
+  return &cache.emplace(v, std::move(copy)).first->second;
 }
 
 // Types for the untyped outputs of the main graph's nodes, in order. Returns
@@ -140,6 +154,7 @@ bool inferOnIr(Rewriter& rw, Graph& g) {
   registerGraphcoreOps();
   auto scope = scopeOpsets(model, g);
   bool complete = true;
+  std::unordered_map<const Value*, onnx::TensorProto> cache;
   for (const auto& owned : g.nodes()) {
     Node& n = *owned;
     bool needed = false;
@@ -157,7 +172,7 @@ bool inferOnIr(Rewriter& rw, Graph& g) {
     std::vector<const onnx::TensorProto*> data;
     for (Value* in : n.inputs()) {
       types.push_back(in ? in->type() : nullptr);
-      data.push_back(in ? dataOf(in) : nullptr);
+      data.push_back(in ? dataOf(in, cache) : nullptr);
     }
     NodeContext ctx(n, std::move(types), std::move(data));
     try {
@@ -197,6 +212,10 @@ void inferMissingTypes(Rewriter& rw, const std::vector<Value*>& wanted) {
 }  // namespace graphrw
 
 namespace graphrw {
+
+void inferInOrder(Rewriter& rw) {
+  rw.model().graph().walkGraphs([&](Graph& g) { inferOnIr(rw, g); });
+}
 
 void inferFunctionTypes(Rewriter& rw) {
   Model& model = rw.model();

@@ -18,6 +18,11 @@ void inferMissingTypes(ir::Rewriter& rw);
 // cheaper on large models when a pass needs a few types.
 void inferMissingTypes(ir::Rewriter& rw, const std::vector<ir::Value*>& wanted);
 
+// Per-node inference through the main graph and its subgraphs, in order, for
+// values without a type; small constant inputs (shapes) are read. Cheap: no
+// ModelProto is built.
+void inferInOrder(ir::Rewriter& rw);
+
 // Types inside function bodies: a body input whose call sites agree on its
 // type (where it is known) gets it, and per-node inference runs through the body; the calls'
 // outputs get the body's output types. Polymorphic bodies stay untyped.

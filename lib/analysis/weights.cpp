@@ -66,7 +66,13 @@ void WeightFolder::fold(const std::vector<Node*>& candidates) {
     Graph& g = *n->graph();
     if (g.owningFunction()) continue;
     std::vector<const HostTensor*> inputs;
-    bool allConstant = true;
+    bool allConstant = true, large = false;
+    for (Value* v : n->inputs())  // weights too large to fold are never read
+      if (v && v->isInitializer() && v->initializer()->storedBytes() > maxBytes_) large = true;
+    if (large) {
+      tooLarge_++;
+      continue;
+    }
     for (Value* v : n->inputs()) {
       if (!v) {
         inputs.push_back(nullptr);
@@ -87,9 +93,17 @@ void WeightFolder::fold(const std::vector<Node*>& candidates) {
       results = memo->second;
     } else {
       std::string why;
-      auto outs = evaluate(*n, inputs, why);
+      auto outs = evaluate(*n, inputs, why, maxBytes_);
       if (!outs) {
         spdlog::debug("fold: {} not folded: {}", nodeLabel(*n), why);
+        if (why.find("size limit") != std::string::npos) tooLarge_++;
+        continue;
+      }
+      bool over = false;
+      for (const auto& o : *outs) over |= o.data.size() > maxBytes_;
+      if (over) {
+        spdlog::debug("fold: {} not folded: its result is over {} bytes", nodeLabel(*n), maxBytes_);
+        tooLarge_++;
         continue;
       }
       for (size_t i = 0; i < outs->size() && i < n->outputs().size(); ++i) {
@@ -115,6 +129,7 @@ void WeightFolder::fold(const std::vector<Node*>& candidates) {
     // Erased after the loop: values (and so the keys of the caches) stay put while folding.
     done.insert(n);
     folded_++;
+    perOp_[n->opType()]++;
   }
   // Folded nodes, then the Constants only they read, last first.
   for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {

@@ -33,7 +33,13 @@ class WeightFolder {
   // erased. Initializers the folded nodes read become pruning candidates.
   void fold(const std::vector<ir::Node*>& candidates);
 
+  // Results (and initializer inputs) over this many bytes are not folded.
+  void setMaxBytes(uint64_t bytes) { maxBytes_ = bytes; }
   size_t folded() const { return folded_; }
+  // Nodes left alone because a result or an input was over the size limit.
+  size_t tooLarge() const { return tooLarge_; }
+  // Folded nodes per op type.
+  const std::map<std::string, size_t>& foldedPerOp() const { return perOp_; }
   size_t initializersCreated() const { return created_; }
   // Initializers that edits may have left unread: for pruneUnusedInitializers().
   std::set<ir::Value*>& pruneCandidates() { return dangling_; }
@@ -42,7 +48,9 @@ class WeightFolder {
   std::string foldKey(const ir::Node& n) const;
 
   ir::Rewriter& rw_;
-  size_t folded_ = 0, created_ = 0;
+  size_t folded_ = 0, created_ = 0, tooLarge_ = 0;
+  uint64_t maxBytes_ = UINT64_MAX;
+  std::map<std::string, size_t> perOp_;
   std::unordered_map<const ir::Value*, HostTensor> hostCache_;
   std::map<std::string, std::vector<ir::Value*>> memo_;
   std::set<ir::Value*> dangling_;

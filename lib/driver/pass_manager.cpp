@@ -57,7 +57,8 @@ nlohmann::json PassManager::run(ir::Model& model) {
                               {"opset_imports_changed", c.opsetImportsChanged},
                               {"graph_outputs_changed", c.graphOutputsChanged},
                               {"value_info_removed", c.valueInfoRemoved},
-                              {"ir_version_changed", c.irVersionChanged}}},
+                              {"ir_version_changed", c.irVersionChanged},
+                              {"types_declared", c.typesDeclared}}},
                             {"changed", c.any()},
                             {"seconds", seconds}};
     for (auto& [k, v] : context.details.items()) entry[k] = v;

@@ -240,6 +240,32 @@ std::string Rewriter::renameNode(Node* n, const std::string& wanted) {
 
 void Rewriter::setType(Value* v, onnx::TypeProto type) { v->setType(std::move(type)); }
 
+void Rewriter::forgetType(Value* v) { v->type_.reset(); }
+
+void Rewriter::declareType(Graph& g, Value* v, onnx::TypeProto type) {
+  bool declared = false, changed = false;
+  auto set = [&](std::vector<ValueInfo>& entries) {
+    for (auto& e : entries)
+      if (e.value == v) {
+        declared = true;
+        if (e.info.type().SerializeAsString() != type.SerializeAsString()) changed = true;
+        *e.info.mutable_type() = type;
+      }
+  };
+  set(g.inputs_);
+  set(g.outputs_);
+  if (!declared) set(g.valueInfo_);
+  if (!declared) {
+    onnx::ValueInfoProto info;
+    info.set_name(v->name());
+    *info.mutable_type() = type;
+    g.addValueInfo(v, std::move(info));
+    changed = true;
+  }
+  v->setType(std::move(type));
+  if (changed) counts_.typesDeclared++;
+}
+
 Value* Rewriter::addInitializer(Graph& g, const std::string& name, std::unique_ptr<Tensor> tensor) {
   Value* v = g.addFreshValue(name);
   tensor->mutableProto().set_name(v->name());

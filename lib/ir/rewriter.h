@@ -23,10 +23,11 @@ struct ChangeCounts {
   size_t opsetImportsChanged = 0;
   size_t valueInfoRemoved = 0;
   size_t irVersionChanged = 0;
+  size_t typesDeclared = 0;
   bool any() const {
     return nodesAdded || nodesRemoved || nodesChanged || valuesRenamed || initializersAdded || initializersRemoved ||
            graphOutputsChanged || functionsAdded || functionsRemoved || opsetImportsChanged || valueInfoRemoved ||
-           irVersionChanged;
+           irVersionChanged || typesDeclared;
   }
 };
 
@@ -77,6 +78,12 @@ class Rewriter {
   // The type a value is known to have (an annotation for later analyses: it is
   // not written, so it is not a change).
   void setType(Value* v, onnx::TypeProto type);
+  // Forgets the type known for v (an annotation; what is declared stays).
+  void forgetType(Value* v);
+  // Declares v's type in g, as written: on the graph input and output entries
+  // naming v, else on its value_info entry (added when absent). v's known type
+  // becomes it too.
+  void declareType(Graph& g, Value* v, onnx::TypeProto type);
   // A new initializer of g named `name` (made unique in the scope), holding `tensor`.
   Value* addInitializer(Graph& g, const std::string& name, std::unique_ptr<Tensor> tensor);
   // Removes an initializer nothing reads (no use, not a graph input or output).

@@ -50,7 +50,9 @@ async function batch(requestFile, responseFile) {
   fs.writeFileSync(responseFile, JSON.stringify(response));
 }
 
-function randomFeeds(session, seed, intMax) {
+// Inputs from `session`'s metadata; a symbolic dimension takes `other`'s
+// static one (a model and its set-shapes version), else 1.
+function randomFeeds(session, seed, intMax, other) {
   let state = seed >>> 0 || 1;
   const next = () => {  // xorshift32: the same inputs for both models
     state ^= state << 13; state >>>= 0;
@@ -60,7 +62,12 @@ function randomFeeds(session, seed, intMax) {
   };
   const feeds = {};
   for (const m of session.inputMetadata) {
-    const dims = m.shape.map(d => (typeof d === 'number' && d >= 0 ? d : 1));
+    const twin = other ? other.inputMetadata.find(o => o.name === m.name) : undefined;
+    const dims = m.shape.map((d, i) => {
+      if (typeof d === 'number' && d >= 0) return d;
+      const t = twin && twin.shape.length === m.shape.length ? twin.shape[i] : undefined;
+      return typeof t === 'number' && t >= 0 ? t : 1;
+    });
     const n = dims.reduce((a, b) => a * b, 1);
     const Ctor = ARRAYS[m.type];
     if (!Ctor) throw new Error('input ' + m.name + ': unsupported type ' + m.type);
@@ -79,7 +86,7 @@ function randomFeeds(session, seed, intMax) {
 async function compare(a, b, options) {
   const sa = await ort.InferenceSession.create(a);
   const sb = await ort.InferenceSession.create(b);
-  const feeds = randomFeeds(sa, options.seed, options.intMax);
+  const feeds = randomFeeds(sa, options.seed, options.intMax, sb);
   const ra = await sa.run(feeds);
   const rb = await sb.run(feeds);
   const report = {ok: true, outputs: {}};

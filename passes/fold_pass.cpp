@@ -1,0 +1,134 @@
+#include "fold_pass.h"
+
+#include <spdlog/spdlog.h>
+
+#include "error.h"
+#include "types.h"
+#include "weights.h"
+
+namespace graphrw::passes {
+namespace {
+
+using namespace ir;
+
+// The dimensions of v when its type says they are all known.
+std::optional<std::vector<int64_t>> staticDims(const Value* v) {
+  if (!v || !v->type() || !v->type()->has_tensor_type() || !v->type()->tensor_type().has_shape()) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const auto& d : v->type()->tensor_type().shape().dim()) {
+    if (!d.has_dim_value() || d.dim_value() < 0) return std::nullopt;
+    dims.push_back(d.dim_value());
+  }
+  return dims;
+}
+
+class FoldRun {
+ public:
+  FoldRun(const FoldOptions& options, Model& model, Rewriter& rw) : options_(options), model_(model), rw_(rw) {}
+
+  void run(PassContext& context) {
+    if (options_.shapes) inferMissingTypes(rw_);
+    std::map<std::string, size_t> perOp;
+    size_t folded = 0, tooLarge = 0, pruned = 0;
+    // Each round folds whole chains (nodes are visited in order); a round
+    // that folds a Shape can expose more.
+    for (int round = 0; round < 8; ++round) {
+      size_t shapes = options_.shapes ? foldShapes(perOp) : 0;
+      WeightFolder weights(rw_);
+      weights.setMaxBytes(options_.maxBytes);
+      std::vector<Node*> candidates;
+      model_.graph().walkGraphs([&](Graph& g) {
+        for (const auto& n : g.nodes()) candidates.push_back(n.get());
+      });
+      weights.fold(candidates);
+      pruned += pruneUnusedInitializers(rw_, weights.pruneCandidates());
+      for (const auto& [op, n] : weights.foldedPerOp()) perOp[op] += n;
+      folded += shapes + weights.folded();
+      tooLarge = weights.tooLarge();
+      if (shapes + weights.folded() == 0) break;
+    }
+    context.matched = folded;
+    context.details["folded"] = perOp;
+    context.details["left_too_large"] = tooLarge;
+    context.details["initializers_pruned"] = pruned;
+    context.details["max_bytes"] = options_.maxBytes;
+  }
+
+ private:
+  // Shape and Size of a tensor whose shape is static become initializers.
+  size_t foldShapes(std::map<std::string, size_t>& perOp) {
+    std::vector<Node*> nodes;
+    model_.graph().walkGraphs([&](Graph& g) {
+      for (const auto& n : g.nodes())
+        if (isDefaultDomain(n->domain()) && (n->opType() == "Shape" || n->opType() == "Size") && n->input(0) &&
+            n->output(0) && staticDims(n->input(0)))
+          nodes.push_back(n.get());
+    });
+    for (Node* n : nodes) {
+      HostTensor shapeOnly{onnx::TensorProto::FLOAT, *staticDims(n->input(0)), {}};
+      std::string why;
+      auto out = evaluate(*n, {&shapeOnly}, why);
+      if (!out) continue;
+      Value* old = n->output(0);
+      std::string name = old->name();
+      rw_.renameValue(old, name + "/folded");
+      WeightFolder weights(rw_);
+      Value* c = weights.constant(*n->graph(), n, (*out)[0], name);
+      rw_.replaceAllUsesWith(old, c, /*graphOutputs=*/true);
+      perOp[n->opType()]++;
+      rw_.eraseNode(n);
+    }
+    return nodes.size();
+  }
+
+  const FoldOptions& options_;
+  Model& model_;
+  Rewriter& rw_;
+};
+
+class FoldPass final : public Pass {
+ public:
+  explicit FoldPass(FoldOptions options) : options_(options) {}
+  std::string name() const override { return "fold"; }
+  void run(Model& model, PassContext& context) const override { FoldRun(options_, model, context.rewriter).run(context); }
+
+ private:
+  const FoldOptions options_;
+};
+
+using Kind = OptionSpec::Kind;
+
+const RegisterPass registration{PassSpec{
+    .name = "fold",
+    .summary = "Evaluate nodes whose inputs are all constant (and Shape of static tensors) into initializers",
+    .schema = "passes/fold.schema.json",
+    .outputTag = "folded",
+    .options =
+        {
+            {.flags = "--max-bytes", .pointer = "/max_bytes", .kind = Kind::Integer,
+             .help = "Leave results (and initializer inputs) over this many bytes alone", .defaultValue = "1048576"},
+            {.flags = "--no-shapes", .pointer = "/shapes", .kind = Kind::NoFlag,
+             .help = "Do not fold Shape / Size of tensors whose shape is static"},
+        },
+    .examples =
+        {
+            "graphrw fold model.onnx",
+            "graphrw set-shapes model.onnx --input input_ids=1,128 -o - | graphrw fold - -o static.onnx",
+        },
+    .create = [](const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
+      FoldOptions o;
+      if (entry.contains("max_bytes")) {
+        int64_t b = entry["max_bytes"].get<int64_t>();
+        if (b < 0) usageError(where.at(pointer + "/max_bytes") + ": max_bytes must not be negative");
+        o.maxBytes = static_cast<uint64_t>(b);
+      }
+      o.shapes = entry.value("shapes", true);
+      return createFoldPass(o);
+    },
+}};
+
+}  // namespace
+
+std::unique_ptr<Pass> createFoldPass(FoldOptions options) { return std::make_unique<FoldPass>(options); }
+
+}  // namespace graphrw::passes

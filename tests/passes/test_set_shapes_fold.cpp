@@ -1,0 +1,133 @@
+#include <catch2/catch.hpp>
+
+#include "error.h"
+#include "fold_pass.h"
+#include "helpers.h"
+#include "loader.h"
+#include "pass_manager.h"
+#include "set_shapes.h"
+#include "support.h"
+#include "writer.h"
+
+using namespace graphrw;
+using namespace graphrw::ir;
+using namespace graphrw::test;
+
+namespace {
+
+const char* kDynamic = R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[batch, seq, 4] x, int64[batch, seq] ids) => (float[batch, seq, 4] y) <int64[3] shape = {0, -1, 4}> {
+  r = Reshape(x, shape)
+  y = Relu(r)
+}
+)";
+
+std::string shapeOf(const onnx::ValueInfoProto& v) {
+  std::string s;
+  for (const auto& d : v.type().tensor_type().shape().dim())
+    s += (s.empty() ? "" : ",") + (d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param());
+  return s;
+}
+
+onnx::ModelProto foldOrShape(const onnx::ModelProto& m, std::unique_ptr<Pass> pass, nlohmann::json* report = nullptr) {
+  auto model = runPass(m, std::move(pass), report);
+  TempDir dir;
+  writeModel(*model, (dir / "o.onnx").string());
+  return readProto(dir / "o.onnx");
+}
+
+std::unique_ptr<Pass> byInput(const std::string& name, std::vector<int64_t> dims) {
+  passes::SetShapesOptions o;
+  o.inputs[name] = std::move(dims);
+  return passes::createSetShapesPass(o);
+}
+std::unique_ptr<Pass> byDims(std::map<std::string, int64_t> dims) {
+  passes::SetShapesOptions o;
+  o.dims = std::move(dims);
+  return passes::createSetShapesPass(o);
+}
+
+}  // namespace
+
+TEST_CASE("set-shapes: by dimension name, propagated through Reshape into value_info and outputs", "[set-shapes]") {
+  auto out = foldOrShape(parseModel(kDynamic), byDims({{"batch", 2}, {"seq", 3}}));
+  CHECK(shapeOf(out.graph().input(0)) == "2,3,4");
+  CHECK(shapeOf(out.graph().input(1)) == "2,3");
+  CHECK(shapeOf(out.graph().output(0)) == "2,3,4");
+  bool r = false;
+  for (const auto& vi : out.graph().value_info())
+    if (vi.name() == "r") r = shapeOf(vi) == "2,3,4";
+  CHECK(r);
+  checkValid(*loadModel(out));
+}
+
+TEST_CASE("set-shapes: by input, and every contradiction names the input", "[set-shapes]") {
+  auto m = parseModel(kDynamic);
+  auto out = foldOrShape(m, byInput("x", {1, 5, 4}));
+  CHECK(shapeOf(out.graph().input(0)) == "1,5,4");
+  CHECK(shapeOf(out.graph().input(1)) == "batch,seq");  // another input keeps its names
+  CHECK_THROWS_WITH(runPass(m, byInput("x", {1, 5})),
+                    Catch::Contains("input 'x' has shape [batch,seq,4] (rank 3), not 2 dimensions"));
+  CHECK_THROWS_WITH(runPass(m, byInput("x", {1, 5, 8})),
+                    Catch::Contains("dimension 2 is fixed at 4, not 8"));
+  CHECK_THROWS_WITH(runPass(m, byInput("xx", {1})),
+                    Catch::Contains("no input 'xx' (did you mean 'x'?)"));
+  CHECK_THROWS_WITH(runPass(m, byDims({{"bacth", 1}})),
+                    Catch::Contains("no input of the model has a dimension named 'bacth' (did you mean 'batch'?)"));
+  try {
+    runPass(m, byInput("x", {1, 5}));
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::Usage);
+  }
+}
+
+TEST_CASE("fold: shape computations on static inputs become initializers, same maths", "[fold]") {
+  auto m = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2,3,4] x) => (float[6,4] y, bool[3] c) <int64[1] zero = {0}, int64[1] one = {1}, int64[1] last = {2}> {
+  s = Shape(x)
+  a = Gather <axis = 0> (s, zero)
+  b = Gather <axis = 0> (s, one)
+  ab = Mul(a, b)
+  l = Gather <axis = 0> (s, last)
+  shape = Concat <axis = 0> (ab, l)
+  y = Reshape(x, shape)
+  lim = Constant <value = int64 {3}> ()
+  st = Constant <value = int64 {0}> ()
+  dl = Constant <value = int64 {1}> ()
+  r = Range(st, lim, dl)
+  two = Constant <value = int64 {2}> ()
+  lt = Less(r, two)
+  n = Not(lt)
+  c = Or(n, lt)
+}
+)");
+  nlohmann::json report;
+  auto out = foldOrShape(m, passes::createFoldPass({}), &report);
+  INFO(report.dump());
+  auto ops = opCounts(out);
+  CHECK(ops.size() == 1);
+  CHECK(ops["ai.onnx::Reshape"] == 1);
+  CHECK(report["folded"]["Shape"] == 1);
+  CHECK(report["folded"]["Range"] == 1);
+  checkSameMaths(m, out);
+  checkValid(*loadModel(out));
+}
+
+TEST_CASE("fold: results and weights over --max-bytes are left alone", "[fold]") {
+  auto m = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2] x) => (float[64,64] y, float[2] z) <int64[2] big = {64, 64}, float[2] w = {1, 2}> {
+  y = ConstantOfShape <value = float[1] {1.0}> (big)
+  wt = Neg(w)
+  z = Add(x, wt)
+}
+)");
+  nlohmann::json report;
+  auto out = foldOrShape(m, passes::createFoldPass({1024, true}), &report);
+  CHECK(report["left_too_large"] == 1);
+  CHECK(opCounts(out)["ai.onnx::ConstantOfShape"] == 1);
+  CHECK(opCounts(out).count("ai.onnx::Neg") == 0);
+  checkSameMaths(m, out);
+}
