@@ -32,7 +32,9 @@ class FoldRun {
     size_t folded = 0, tooLarge = 0, pruned = 0;
     // Each round folds whole chains (nodes are visited in order); a round
     // that folds a Shape can expose more.
-    for (int round = 0; round < 8; ++round) {
+    for (int round = 0; round < 16; ++round) {
+      // What the last round folded may complete types (a Reshape whose shape is now constant).
+      if (options_.shapes && round > 0) refineTypes();
       size_t shapes = options_.shapes ? foldShapes(perOp) : 0;
       WeightFolder weights(rw_);
       weights.setMaxBytes(options_.maxBytes);
@@ -55,6 +57,21 @@ class FoldRun {
   }
 
  private:
+  // Types that are not fully static are inferred again: constants folded in
+  // the last round (a Reshape's shape) can make them so. A value inference
+  // still cannot type keeps what it had.
+  void refineTypes() {
+    std::vector<std::pair<Value*, onnx::TypeProto>> partial;
+    model_.graph().walkGraphs([&](Graph& g) {
+      for (const auto& v : g.values())
+        if (v->type() && v->producer() && !staticDims(v.get())) partial.emplace_back(v.get(), *v->type());
+    });
+    for (auto& [v, _] : partial) rw_.forgetType(v);
+    inferInOrder(rw_);
+    for (auto& [v, t] : partial)
+      if (!v->type()) rw_.setType(v, t);
+  }
+
   // Shape and Size of a tensor whose shape is static become initializers.
   size_t foldShapes(std::map<std::string, size_t>& perOp) {
     std::vector<Node*> nodes;

@@ -59,6 +59,11 @@ class OpsetRun {
     } else if (options_.to && !from) {
       rw_.setOpsetImport(model_.graph(), "", *options_.to);
     }
+    // Constants and initializers that only fed inputs the conversion removed (axes, split, ...).
+    for (Value* v : danglingConstants_) {
+      Node* p = v->producer();
+      if (p && v->uses().empty() && v->graphOutputCount() == 0) rw_.eraseNode(p);
+    }
     for (Value* v : danglingInitializers_)
       if (v->isInitializer() && v->uses().empty() && v->graphOutputCount() == 0 && !v->isGraphInput())
         rw_.eraseInitializer(v);
@@ -146,8 +151,11 @@ class OpsetRun {
   }
 
   void noteInputs(const Node& n) {
-    for (Value* v : n.inputs())
+    for (Value* v : n.inputs()) {
       if (v && v->isInitializer()) danglingInitializers_.insert(v);
+      if (v && v->producer() && v->producer()->opType() == "Constant" && isDefaultDomain(v->producer()->domain()))
+        danglingConstants_.insert(v);
+    }
   }
 
   void convertNode(Node* n, int64_t version, int64_t to, std::deque<std::pair<Node*, int64_t>>& work) {
@@ -360,7 +368,7 @@ class OpsetRun {
   std::vector<std::string> refusals_;
   std::map<std::string, std::map<std::string, size_t>> converted_;
   std::unordered_map<const Node*, std::set<std::string>> convertedNodes_;
-  std::set<Value*> danglingInitializers_;
+  std::set<Value*> danglingInitializers_, danglingConstants_;
 };
 
 class OpsetPass final : public Pass {

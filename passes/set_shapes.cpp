@@ -29,6 +29,20 @@ bool fullyStatic(const onnx::TypeProto& t) {
   return true;
 }
 
+// Whether `now` says at least what `was` said: same kind and element type,
+// a shape when `was` had one, each dimension `was` fixed still fixed.
+bool asSpecific(const onnx::TypeProto& now, const onnx::TypeProto& was) {
+  if (now.value_case() != was.value_case()) return false;
+  if (!now.has_tensor_type()) return now.SerializeAsString() == was.SerializeAsString();
+  const auto &a = now.tensor_type(), &b = was.tensor_type();
+  if (b.elem_type() && a.elem_type() != b.elem_type()) return false;
+  if (!b.has_shape()) return true;
+  if (!a.has_shape() || a.shape().dim_size() != b.shape().dim_size()) return false;
+  for (int i = 0; i < b.shape().dim_size(); ++i)
+    if (b.shape().dim(i).has_dim_value() && !a.shape().dim(i).has_dim_value()) return false;
+  return true;
+}
+
 class SetShapesRun {
  public:
   SetShapesRun(const SetShapesOptions& options, Model& model, Rewriter& rw) : options_(options), model_(model), rw_(rw) {}
@@ -118,9 +132,12 @@ class SetShapesRun {
         if (auto it = before.find(v); it != before.end()) rw_.setType(v, it->second);
         continue;
       }
-      if (v->graphOutputCount() > 0) {
-        auto old = before.find(v);
-        if (old != before.end()) checkConsistent(v, old->second, *v->type());
+      auto old = before.find(v);
+      if (v->graphOutputCount() > 0 && old != before.end()) checkConsistent(v, old->second, *v->type());
+      // Only what inference knows at least as well as the model did is written.
+      if (old != before.end() && !asSpecific(*v->type(), old->second)) {
+        rw_.setType(v, old->second);
+        continue;
       }
       if (v->graphOutputCount() > 0 || v->producer()) {
         rw_.declareType(*sub, v, *v->type());
