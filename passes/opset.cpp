@@ -407,6 +407,9 @@ const RegisterPass registration{PassSpec{
       if (entry.contains("to")) o.to = entry["to"].get<int64_t>();
       if (entry.contains("ir_version")) o.irVersion = entry["ir_version"].get<int64_t>();
       if (!o.to && !o.irVersion) usageError(where.at(pointer) + ": opset needs 'to' (--to) or 'ir_version' (--ir-version)");
+      if (o.irVersion && (*o.irVersion < 3 || *o.irVersion > onnx::Version::IR_VERSION))
+        usageError(where.at(pointer + "/ir_version") + ": IR version " + std::to_string(*o.irVersion) + " is outside 3.." +
+                   std::to_string(onnx::Version::IR_VERSION));
       if (o.to && (*o.to < 7 || *o.to > newestOpset()))
         usageError(where.at(pointer + "/to") + ": ai.onnx " + std::to_string(*o.to) + " is outside the versions graphrw converts (7.." +
                    std::to_string(newestOpset()) + ")");

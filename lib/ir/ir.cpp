@@ -353,7 +353,12 @@ void Model::walkGraphs(const std::function<void(Graph&)>& fn) {
 
 bool isDefaultDomain(std::string_view domain) { return domain.empty() || domain == "ai.onnx"; }
 
-std::string nodeLabel(const Node& node) { return "node '" + node.name() + "' (" + opName(node) + ")"; }
+std::string nodeLabel(const Node& node) {
+  if (node.name().empty())  // unnamed: named by what it produces
+    for (const Value* v : node.outputs())
+      if (v) return "the node producing '" + v->name() + "' (" + opName(node) + ")";
+  return "node '" + node.name() + "' (" + opName(node) + ")";
+}
 
 std::string opName(const Node& node) {
   return (isDefaultDomain(node.domain()) ? std::string("ai.onnx") : node.domain()) + "::" + node.opType();

@@ -169,3 +169,47 @@ TEST_CASE("outline from the command line and its rule file; expand undoes call m
   CHECK(none.status == 2);
   CHECK(!fs::exists(dir / "none.onnx"));
 }
+
+TEST_CASE("opset, set-shapes and fold from the command line: a pipe, exit 5 listing every node, files untouched", "[cli][opset]") {
+  TempDir dir;
+  writeProto(parseModel(R"(
+<ir_version: 8, opset_import: ["" : 15]>
+g (float[batch, 3] x, float[3, 4] w) => (float[batch, 4] y, float[batch, 3] s) {
+  y = Einsum <equation = "ij,jk->ik"> (x, w)
+  t = Shape <start = 1> (x)
+  s = Celu(x)
+}
+)"),
+             dir / "m.onnx");
+  writeFile(dir / "keep.onnx", "old");
+  auto refused = run(bin() + " opset " + q(dir / "m.onnx") + " --to 11 -o " + q(dir / "keep.onnx"));
+  CHECK(refused.status == 5);
+  CHECK(lines(refused.err) == 1);
+  CHECK_THAT(refused.err, Catch::Contains("1 node has no form at ai.onnx 11: the node producing 'y' (ai.onnx::Einsum)"));
+  CHECK(readFile(dir / "keep.onnx") == "old");
+
+  writeProto(parseModel(R"(
+<ir_version: 8, opset_import: ["" : 15]>
+g (float[batch, 3] x) => (float[batch, 3] s, int64[1] t) {
+  t = Shape <start = 1> (x)
+  s = Celu(x)
+}
+)"),
+             dir / "ok.onnx");
+  auto piped = run(bin() + " set-shapes " + q(dir / "ok.onnx") + " --dim batch=2 -o - | " + bin() + " fold - -o - | " +
+                   bin() + " opset - --to 11 --ir-version 6 -o " + q(dir / "ok11.onnx"));
+  REQUIRE(piped.status == 0);
+  auto valid = run(bin() + " validate " + q(dir / "ok11.onnx"));
+  CHECK(valid.status == 0);
+  auto text = run(bin() + " inspect " + q(dir / "ok11.onnx")).out;
+  CHECK_THAT(text, Catch::Contains("ir_version: 6"));
+  CHECK_THAT(text, Catch::Contains("ai.onnx=11"));
+  CHECK_THAT(text, !Catch::Contains("Shape"));
+
+  auto typo = run(bin() + " set-shapes " + q(dir / "ok.onnx") + " --input xx=2,3");
+  CHECK(typo.status == 2);
+  CHECK_THAT(typo.err, Catch::Contains("no input 'xx' (did you mean 'x'?)"));
+  auto range = run(bin() + " opset " + q(dir / "ok.onnx") + " --to 42");
+  CHECK(range.status == 2);
+  CHECK_THAT(range.err, Catch::Contains("outside the versions graphrw converts (7..17)"));
+}
