@@ -178,15 +178,16 @@ StepResult splitInput(Node* n, StepContext& c) {
 
 // Shape 15 -> 13: start / end become a Slice of the whole shape.
 StepResult shapeStartEnd(Node* n, StepContext& c) {
-  const Attribute* end = n->attribute("end");
-  int64_t start = intOr(*n, "start", 0);
+  // Read before the attributes go (removing one invalidates pointers to them).
+  const bool hasEnd = n->attribute("end") != nullptr;
+  const int64_t start = intOr(*n, "start", 0), end = intOr(*n, "end", INT64_MAX);
   c.rw.removeAttribute(n, "start");
   c.rw.removeAttribute(n, "end");
-  if (start == 0 && !end) return {{n}, ""};
+  if (start == 0 && !hasEnd) return {{n}, ""};
   Node* shape = add(c, n, base(*n) + "/whole", "Shape", {n->input(0)}, 1);
   std::vector<Node*> nodes{shape};
   Value* starts = intsConstant(c, n, {start}, "/start");
-  Value* ends = intsConstant(c, n, {end ? end->proto.i() : INT64_MAX}, "/end");
+  Value* ends = intsConstant(c, n, {end}, "/end");
   Value* axes = intsConstant(c, n, {0}, "/axes");
   for (Value* v : {starts, ends, axes}) addProducer(nodes, v);
   Node* slice = addTaking(c, n, "Slice", {shape->output(0), starts, ends, axes});

@@ -24,10 +24,25 @@ class MappedBuffer final : public Buffer {
     if (fd_ >= 0) close(fd_);
   }
   int fd() const override { return fd_; }
+  // Page-cache folios are mapped whole on a fault (128 KiB and more on recent
+  // kernels), so a scan that reads a few header bytes per tensor would make
+  // most of the file resident; passed ranges are dropped every 16 MiB.
+  void releaseBefore(const char* p) const override {
+    constexpr size_t kStep = 16u << 20, kMargin = 1u << 20;
+    if (p < data_ || p > data_ + size_) return;
+    size_t upTo = static_cast<size_t>(p - data_);
+    if (upTo < released_ + kStep + kMargin) return;
+    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    size_t end = (upTo - kMargin) / page * page;
+    if (end <= released_) return;
+    madvise(static_cast<char*>(base_) + released_, end - released_, MADV_DONTNEED);
+    released_ = end;
+  }
 
  private:
   void* base_;
   int fd_;
+  mutable size_t released_ = 0;  // page-aligned: [0, released_) was dropped
 };
 
 class OwnedBuffer final : public Buffer {

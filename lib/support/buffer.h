@@ -20,6 +20,10 @@ class Buffer {
   // The open file behind a mapped buffer (-1 otherwise): lets the writer copy
   // payloads file to file in the kernel without touching the mapping.
   virtual int fd() const { return -1; }
+  // The bytes before `p` are not needed in memory for now (a forward scan
+  // has passed them): a mapped buffer lets the kernel drop its pages, which
+  // are read back from the file when touched again. Views stay valid.
+  virtual void releaseBefore(const char* p) const { (void)p; }
 
   // Maps a whole file read-only. Throws Error(BadInput) naming the file.
   static std::shared_ptr<const Buffer> mapFile(const std::filesystem::path& path);

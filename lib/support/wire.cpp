@@ -181,6 +181,7 @@ class Stripper {
         appendTag(out, kPayloadField, WireType::Varint);
         appendVarint(out, result_.payloads.size());
         result_.payloads.push_back(std::move(view));
+        source_->releaseBefore(f.payload.data() + f.payload.size());
         continue;
       }
       Kind child = childKind(kind, f.number);
