@@ -216,3 +216,34 @@ g (float[2] x) => (float[2] y) {
   CHECK(onnxOpset(out) == 11);
   checkValid(*loadModel(out));
 }
+
+TEST_CASE("opset: If branches are converted with the main graph", "[opset]") {
+  auto m = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (bool c, float[2,3] x) => (float[1,2,3] y) {
+  y = If(c) <then_branch = t () => (float[1,2,3] a) {
+                ax = Constant <value = int64[1] {0}> ()
+                a = Unsqueeze(x, ax)
+              },
+              else_branch = e () => (float[1,2,3] b) {
+                n = Neg(x)
+                ax2 = Constant <value = int64[1] {0}> ()
+                b = Unsqueeze(n, ax2)
+              }>
+}
+)");
+  std::vector<std::unique_ptr<Pass>> down;
+  down.push_back(toOpset(11));
+  nlohmann::json report;
+  auto out = run(m, std::move(down), &report);
+  INFO(report.dump());
+  CHECK(onnxOpset(out) == 11);
+  CHECK(report[0]["converted"]["Unsqueeze"]["graphrw"] == 2);
+  for (const auto& a : out.graph().node(0).attribute())
+    for (const auto& n : a.g().node()) {
+      CHECK(n.op_type() != "Constant");  // the axes Constants went with the input
+      if (n.op_type() == "Unsqueeze") CHECK(n.input_size() == 1);
+    }
+  checkValid(*loadModel(out));
+  checkSameMaths(m, out);
+}
