@@ -79,14 +79,34 @@ bool Reader::next(Field& f) {
       p_ += n;
       break;
     }
-    case 3: {  // a group: skip to its matching end tag
+    case 3: {  // a group: skip to its matching end tag, iteratively (nesting is attacker-controlled)
       f.type = WireType::StartGroup;
       int depth = 1;
       while (depth > 0) {
-        Field inner;
-        if (!next(inner)) throw std::runtime_error("unterminated group");
-        if (inner.type == WireType::StartGroup) continue;  // next() already skipped it
-        if (inner.type == WireType::EndGroup) --depth;
+        if (p_ >= end_) throw std::runtime_error("unterminated group");
+        uint64_t innerTag = readVarint();
+        if ((innerTag >> 3) == 0 || (innerTag >> 3) > 0x1fffffff) throw std::runtime_error("invalid field number");
+        switch (innerTag & 7) {
+          case 0: readVarint(); break;
+          case 1:
+          case 5: {
+            size_t n = (innerTag & 7) == 1 ? 8 : 4;
+            if (static_cast<size_t>(end_ - p_) < n) throw std::runtime_error("truncated fixed-width field");
+            p_ += n;
+            break;
+          }
+          case 2: {
+            uint64_t n = readVarint();
+            if (n > static_cast<uint64_t>(end_ - p_)) throw std::runtime_error("truncated length-delimited field");
+            p_ += n;
+            break;
+          }
+          case 3:
+            if (++depth > kMaxDepth) throw std::runtime_error("groups nested too deeply");
+            break;
+          case 4: --depth; break;
+          default: throw std::runtime_error("invalid wire type " + std::to_string(innerTag & 7));
+        }
       }
       break;
     }

@@ -68,6 +68,13 @@ TEST_CASE("malformed bytes are reported, not parsed", "[wire]") {
   SECTION("bad wire type") {
     CHECK_THROWS_WITH(wire::stripPayloads(Buffer::fromString("\x0f\x01"), 16), Catch::Contains("wire type"));
   }
+  SECTION("deeply nested groups are refused without recursion") {
+    // 1,000,000 start-group tags (field 1, wire type 3): a recursive skipper overflows the stack.
+    std::string deep(1000000, '\x0b');
+    CHECK_THROWS_WITH(wire::stripPayloads(Buffer::fromString(deep), 16), Catch::Contains("nested too deeply"));
+    std::string balanced = std::string(50, '\x0b') + std::string(50, '\x0c');
+    CHECK_NOTHROW(wire::stripPayloads(Buffer::fromString(balanced), 16));
+  }
 }
 
 TEST_CASE("unknown-field helpers", "[wire]") {
