@@ -17,6 +17,7 @@ using onnx::InferenceContext;
 void firstInput(InferenceContext& ctx) { onnx::propagateShapeAndTypeFromFirstInput(ctx); }
 
 void elemTypeOnly(InferenceContext& ctx) {
+  if (ctx.getNumInputs() == 0 || !ctx.getInputType(0)) return;
   for (size_t i = 0; i < ctx.getNumOutputs(); ++i) onnx::propagateElemTypeFromInputToOutput(ctx, 0, i);
 }
 
@@ -120,6 +121,7 @@ onnx::OpSchema build(const std::string& name, const nlohmann::json& op, const nl
   else if (inference == "broadcast") s.TypeAndShapeInferenceFunction(broadcast);
   else if (inference == "loss") s.TypeAndShapeInferenceFunction(loss);
   else if (inference == "call") s.TypeAndShapeInferenceFunction(call);
+  else if (inference == "nothing") s.TypeAndShapeInferenceFunction([](InferenceContext&) {});
   else s.TypeAndShapeInferenceFunction(elemTypeOnly);
   return s;
 }
