@@ -2,6 +2,7 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <cctype>
 #include <string_view>
 
 #include "embedded.h"
@@ -15,6 +16,22 @@ const nlohmann::json& table() {
   return t;
 }
 
+const nlohmann::json& opsTable() {
+  static const nlohmann::json t = nlohmann::json::parse(embedded::file("popart-ops.json"));
+  return t;
+}
+
+bool listed(const nlohmann::json& list, const std::string& s) {
+  for (const auto& v : list)
+    if (v.get<std::string>() == s) return true;
+  return false;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 
 }  // namespace
 
@@ -24,43 +41,138 @@ std::optional<onnx::AttributeProto_AttributeType> expectedType(const std::string
   return ir::attributeTypeFromName((*it)["type"].get<std::string>());
 }
 
-std::vector<std::string> checkAttribute(const onnx::AttributeProto& a) {
+std::optional<onnx::AttributeProto_AttributeType> listFormType(const std::string& name, const std::string& opType) {
+  auto it = table().find(name);
+  if (it == table().end() || !it->contains("list_form")) return std::nullopt;
+  const auto& form = (*it)["list_form"];
+  if (!listed(form["ops"], opType)) return std::nullopt;
+  return ir::attributeTypeFromName(form["type"].get<std::string>());
+}
+
+std::vector<std::string> checkAttribute(const onnx::AttributeProto& a, const std::string& opType) {
   std::vector<std::string> problems;
   auto it = table().find(a.name());
   if (it == table().end()) return problems;
   const auto& spec = *it;
   auto expected = ir::attributeTypeFromName(spec["type"].get<std::string>());
-  if (expected && a.type() != *expected) {
+  auto list = listFormType(a.name(), opType);
+  if (expected && a.type() != *expected && (!list || a.type() != *list)) {
+    std::string want = ir::attributeTypeName(*expected);
+    if (list) want += " (or " + ir::attributeTypeName(*list) + " on " + opType + ")";
     problems.push_back("attribute '" + a.name() + "' is " + ir::attributeTypeName(a.type()) + " but PopART reads it as " +
-                       ir::attributeTypeName(*expected));
+                       want);
     return problems;
   }
+  const std::string& n = a.name();
   auto range = [&](double v) {
     if (spec.contains("min") && v < spec["min"].get<double>())
-      problems.push_back("attribute '" + a.name() + "' is " + std::to_string(v) + ", below " + spec["min"].dump());
+      problems.push_back("attribute '" + n + "' is " + nlohmann::json(v).dump() + ", below " + spec["min"].dump());
     if (spec.contains("exclusive_min") && v <= spec["exclusive_min"].get<double>())
-      problems.push_back("attribute '" + a.name() + "' must be above " + spec["exclusive_min"].dump());
+      problems.push_back("attribute '" + n + "' is " + nlohmann::json(v).dump() + "; it must be above " +
+                         spec["exclusive_min"].dump());
     if (spec.contains("max") && v > spec["max"].get<double>())
-      problems.push_back("attribute '" + a.name() + "' is above " + spec["max"].dump());
+      problems.push_back("attribute '" + n + "' is " + nlohmann::json(v).dump() + ", above " + spec["max"].dump());
   };
-  if (a.type() == onnx::AttributeProto::INT) {
-    range(static_cast<double>(a.i()));
+  auto intValue = [&](int64_t v) {
+    range(static_cast<double>(v));
     if (spec.contains("values")) {
       bool ok = false;
-      for (const auto& v : spec["values"]) ok |= v.get<int64_t>() == a.i();
-      if (!ok) problems.push_back("attribute '" + a.name() + "' = " + std::to_string(a.i()) + " is not one of " + spec["values"].dump());
+      for (const auto& x : spec["values"]) ok |= x.get<int64_t>() == v;
+      if (!ok) problems.push_back("attribute '" + n + "' = " + std::to_string(v) + " is not one of " + spec["values"].dump());
     }
-  } else if (a.type() == onnx::AttributeProto::FLOAT) {
-    range(a.f());
-  } else if (a.type() == onnx::AttributeProto::STRING && spec.contains("values")) {
+  };
+  auto stringValue = [&](const std::string& v) {
+    if (spec.value("pattern_names", false) && !isPatternName(v))
+      problems.push_back("attribute '" + n + "' names '" + v + "', which is not a PopART pattern (PopART throws)");
+    if (!spec.contains("values")) return;
+    bool ci = spec.value("case_insensitive", false);
     bool ok = false;
-    for (const auto& v : spec["values"]) ok |= v.get<std::string>() == a.s();
-    if (!ok) problems.push_back("attribute '" + a.name() + "' = \"" + a.s() + "\" is not one of " + spec["values"].dump());
-  } else if (a.type() == onnx::AttributeProto::STRINGS && spec.value("even_length", false) && a.strings_size() % 2 != 0) {
-    problems.push_back("attribute '" + a.name() + "' has an odd number of strings; PopART reads it as key/value pairs");
+    for (const auto& x : spec["values"]) ok |= ci ? lower(x.get<std::string>()) == lower(v) : x.get<std::string>() == v;
+    if (!ok) problems.push_back("attribute '" + n + "' = \"" + v + "\" is not one of " + spec["values"].dump());
+  };
+  switch (a.type()) {
+    case onnx::AttributeProto::INT: intValue(a.i()); break;
+    case onnx::AttributeProto::INTS:
+      for (auto v : a.ints()) intValue(v);
+      break;
+    case onnx::AttributeProto::FLOAT: range(a.f()); break;
+    case onnx::AttributeProto::FLOATS:
+      for (auto v : a.floats()) range(v);
+      break;
+    case onnx::AttributeProto::STRING: stringValue(a.s()); break;
+    case onnx::AttributeProto::STRINGS:
+      if (spec.value("even_length", false) && a.strings_size() % 2 != 0)
+        problems.push_back("attribute '" + n + "' has an odd number of strings (" + std::to_string(a.strings_size()) +
+                           "); PopART reads it as key/value pairs and would read past the end");
+      for (const auto& v : a.strings()) stringValue(v);
+      break;
+    default: break;
   }
   return problems;
 }
+
+std::vector<std::string> checkNodeAttributes(const ir::Node& node) {
+  std::vector<std::string> problems;
+  static const nlohmann::json neverEmit =
+      nlohmann::json::parse(embedded::file("popart-attributes.json"))["never_emit"];
+  for (const auto& a : node.attributes()) {
+    if (!a.name().starts_with("__")) continue;
+    if (listed(neverEmit, a.name()))
+      problems.push_back("attribute '" + a.name() + "' is PopART's own; it replaces it on import");
+    for (auto& p : checkAttribute(a.proto, node.opType())) problems.push_back(std::move(p));
+    auto it = table().find(a.name());
+    if (it == table().end()) continue;
+    for (const auto& other : it->value("requires", nlohmann::json::array())) {
+      std::string o = other.get<std::string>();
+      if (!node.attribute(o)) problems.push_back("attribute '" + a.name() + "' needs '" + o + "' too (PopART throws without it)");
+    }
+    if (it->contains("same_length")) {
+      std::string o = (*it)["same_length"].get<std::string>();
+      if (const ir::Attribute* b = node.attribute(o)) {
+        auto count = [](const onnx::AttributeProto& x) {
+          return x.ints_size() + x.floats_size() + x.strings_size();
+        };
+        if (count(a.proto) != count(b->proto))
+          problems.push_back("attributes '" + a.name() + "' and '" + o + "' must have as many values (" +
+                             std::to_string(count(a.proto)) + " and " + std::to_string(count(b->proto)) + ")");
+      }
+    }
+  }
+  return problems;
+}
+
+ImportSupport importSupport(const std::string& domain, const std::string& opType, int opset, int sinceVersion) {
+  const auto& t = opsTable();
+  if (listed(t["folded_at_import"], opType) && (domain.empty() || domain == "ai.onnx")) return {true, ""};
+  if (listed(t["rewritten_before_import"], opType)) return {true, ""};
+  bool graphcore = domain == "ai.graphcore";
+  if (!graphcore && !domain.empty() && domain != "ai.onnx")
+    return {false, "PopART imports only the ai.onnx and ai.graphcore domains"};
+  const auto& ops = t[graphcore ? "ai.graphcore" : "ai.onnx"];
+  auto it = ops.find(opType);
+  if (it == ops.end()) return {false, "PopART has no " + std::string(graphcore ? "ai.graphcore::" : "") + opType + " op"};
+  if (graphcore) return {true, ""};
+  if (sinceVersion <= 0)
+    return {false, "ONNX has no " + opType + " at opset " + std::to_string(opset)};
+  std::vector<int> versions = it->get<std::vector<int>>();
+  for (int v : versions)
+    if (v == sinceVersion) return {true, ""};
+  std::string have;
+  for (int v : versions) have += (have.empty() ? "" : ", ") + std::to_string(v);
+  return {false, "opset " + std::to_string(opset) + " selects " + opType + "-" + std::to_string(sinceVersion) +
+                     ", PopART implements " + opType + " " + have};
+}
+
+bool hasOp(const std::string& domain, const std::string& opType) {
+  const auto& t = opsTable();
+  if (listed(t["folded_at_import"], opType) || listed(t["rewritten_before_import"], opType)) return true;
+  if (domain == "ai.graphcore") return t["ai.graphcore"].contains(opType);
+  return (domain.empty() || domain == "ai.onnx") && t["ai.onnx"].contains(opType);
+}
+
+bool foldedAtImport(const std::string& opType) { return listed(opsTable()["folded_at_import"], opType); }
+
+bool isPatternName(const std::string& name) { return listed(opsTable()["pattern_names"], name); }
 
 std::optional<int64_t> recomputeType(const ir::Node& n) {
   const ir::Attribute* a = n.attribute(kRecomputeAttribute);

@@ -26,7 +26,31 @@ std::optional<int64_t> recomputeType(const ir::Node& n);
 
 // The type PopART reads a `__` attribute as, if graphrw knows the attribute.
 std::optional<onnx::AttributeProto_AttributeType> expectedType(const std::string& name);
-// Problems with one attribute (wrong type, value out of range), empty when fine.
-std::vector<std::string> checkAttribute(const onnx::AttributeProto& attribute);
+// The list type PopART also accepts for the attribute on `opType` (Conv's
+// per-conv `__partials_type` STRINGS, ...), if any.
+std::optional<onnx::AttributeProto_AttributeType> listFormType(const std::string& name, const std::string& opType);
+// Problems with one attribute (wrong type, value out of range, unknown pattern
+// name), empty when fine. `opType` admits the attribute's list form.
+std::vector<std::string> checkAttribute(const onnx::AttributeProto& attribute, const std::string& opType = "");
+// Problems with a node's `__` attributes: each one's own, attributes that need
+// another (`__serialize_matmul_*`, `__inplace_op_*`), attributes PopART sets itself.
+std::vector<std::string> checkNodeAttributes(const ir::Node& n);
+
+// PopART's op factories, ONNX-level rewrites and import-time folding
+// (schemas/popart-ops.json, generated from PopART's sources).
+struct ImportSupport {
+  bool supported = false;
+  std::string reason;  // when not supported
+};
+// Whether PopART imports `opType` of `domain` ("" or "ai.onnx", "ai.graphcore")
+// in a model importing `opset` of that domain; `sinceVersion` is the version of
+// the op's ONNX schema that opset selects (0 when ONNX has no such op).
+ImportSupport importSupport(const std::string& domain, const std::string& opType, int opset, int sinceVersion);
+// Whether PopART imports the op at some version (a factory, a rewrite, folding).
+bool hasOp(const std::string& domain, const std::string& opType);
+// Ops PopART evaluates at import (Constant, Shape, ConstantOfShape).
+bool foldedAtImport(const std::string& opType);
+// Whether `name` is a PopART pattern name (values of `__exclude_patterns`).
+bool isPatternName(const std::string& name);
 
 }  // namespace graphrw::popart

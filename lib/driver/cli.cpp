@@ -21,6 +21,7 @@
 #include "loader.h"
 #include "rules.h"
 #include "validate.h"
+#include "popart_check.h"
 
 namespace fs = std::filesystem;
 
@@ -357,9 +358,12 @@ int main(int argc, char** argv) {
   auto* help = app.add_subcommand("help", "Show the help of graphrw or of one command: graphrw help [COMMAND]");
   help->add_option("command", helpTopic, "A command");
 
+  std::string target;
   auto* validate = app.add_subcommand("validate", "ONNX checker, strict shape inference, IR verifier, PopART attribute types");
   validate->add_option("model", input, "ONNX model, or - for stdin")->required();
   validate->add_flag("--json", json, "Print JSON");
+  validate->add_option("--target", target, "Also check what this target's import refuses (popart)")
+      ->check(CLI::IsMember({"popart"}));
 
   try {
     app.parse(argc, argv);
@@ -424,8 +428,11 @@ int main(int argc, char** argv) {
     if (validate->parsed()) {
       auto model = loadModel(input);
       auto findings = validateModel(*model);
+      if (target == "popart")
+        for (auto& f : popart::checkImport(*model)) findings.push_back({"popart:" + f.check, f.where, f.message});
       if (json) {
         nlohmann::json j;
+        if (!target.empty()) j["target"] = target;
         j["valid"] = findings.empty();
         j["findings"] = nlohmann::json::array();
         for (const auto& f : findings) j["findings"].push_back({{"check", f.check}, {"where", f.where}, {"message", f.message}});

@@ -1,0 +1,399 @@
+// `validate --target popart`: for each finding class, a model that triggers it
+// and one that does not.
+#include <catch2/catch.hpp>
+
+#include <onnx/defs/schema.h>
+
+#include "graphcore_ops.h"
+#include "loader.h"
+#include "popart.h"
+#include "popart_check.h"
+#include "support.h"
+
+using namespace graphrw;
+
+namespace {
+
+// A model from ONNX's text syntax.
+std::unique_ptr<ir::Model> model(const std::string& text) { return loadModel(test::parseModel(text)); }
+
+// The findings of one class, as "where: message" lines.
+std::vector<std::string> findings(const ir::Model& m, const std::string& check) {
+  std::vector<std::string> out;
+  for (const auto& f : popart::checkImport(m))
+    if (f.check == check) out.push_back(f.where + ": " + f.message);
+  return out;
+}
+
+std::string all(const ir::Model& m) {
+  std::string s;
+  for (const auto& f : popart::checkImport(m)) s += f.check + ": " + f.where + ": " + f.message + "\n";
+  return s;
+}
+
+const char* kClean = R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[2, 4] x) => (float[2, 4] y) {
+  a = Relu(x)
+  y = Sigmoid(a)
+}
+)";
+
+}  // namespace
+
+TEST_CASE("popart: a model PopART imports has no finding", "[popart]") {
+  auto m = model(kClean);
+  INFO(all(*m));
+  CHECK(popart::checkImport(*m).empty());
+}
+
+TEST_CASE("popart: IR version, opsets and domains", "[popart]") {
+  auto ir8 = model(R"(
+<ir_version: 8, opset_import: ["" : 11]>
+g (float[2] x) => (float[2] y) { y = Relu(x) }
+)");
+  REQUIRE(findings(*ir8, "ir-version").size() == 1);
+  CHECK_THAT(findings(*ir8, "ir-version")[0], Catch::Contains("IR version 8"));
+  CHECK(findings(*model(kClean), "ir-version").empty());
+
+  auto opset13 = model(R"(
+<ir_version: 6, opset_import: ["" : 13, "ai.graphcore" : 2, "com.microsoft" : 1]>
+g (float[2] x) => (float[2] y) { y = Relu(x) }
+)");
+  auto opsets = findings(*opset13, "opset");
+  REQUIRE(opsets.size() == 2);
+  CHECK_THAT(opsets[0] + opsets[1], Catch::Contains("ai.onnx opset 13") && Catch::Contains("ai.graphcore opset 2"));
+  REQUIRE(findings(*opset13, "domain").size() == 1);
+  CHECK_THAT(findings(*opset13, "domain")[0], Catch::Contains("com.microsoft"));
+  // Relu exists at every version PopART has: no per-node noise besides the opset finding.
+  CHECK(findings(*opset13, "op").empty());
+  CHECK(findings(*model(kClean), "opset").empty());
+  CHECK(findings(*model(kClean), "domain").empty());
+}
+
+TEST_CASE("popart: local functions", "[popart]") {
+  auto m = model(R"(
+<ir_version: 8, opset_import: ["" : 11, "local" : 1]>
+g (float[2] x) => (float[2] y) { y = local.F(x) }
+<domain: "local", opset_import: ["" : 11]>
+F (a) => (b) { b = Relu(a) }
+)");
+  REQUIRE(findings(*m, "functions").size() == 1);
+  CHECK_THAT(findings(*m, "functions")[0], Catch::Contains("local::F"));
+  REQUIRE(findings(*m, "op").size() == 1);
+  CHECK_THAT(findings(*m, "op")[0], Catch::Contains("calls local function local::F"));
+  CHECK(findings(*model(kClean), "functions").empty());
+}
+
+TEST_CASE("popart: dynamic input dimensions", "[popart]") {
+  auto m = model(R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[batch, 4] x, float[2, 4] w) => (float[batch, 4] y) { y = Add(x, w) }
+)");
+  auto f = findings(*m, "dynamic-shape");
+  REQUIRE(f.size() == 1);
+  CHECK_THAT(f[0], Catch::Contains("graph input 'x'") && Catch::Contains("dimension 0 is 'batch'"));
+  CHECK(findings(*model(kClean), "dynamic-shape").empty());
+}
+
+TEST_CASE("popart: ops without a factory at the version the opset selects", "[popart]") {
+  auto range = model(R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[2] x) => (float[2] y, float[4] r) <float s = {0.0}, float l = {4.0}, float d = {1.0}> {
+  y = Relu(x)
+  r = Range(s, l, d)
+}
+)");
+  auto f = findings(*range, "op");
+  REQUIRE(f.size() == 1);
+  CHECK_THAT(f[0], Catch::Contains("Range") && Catch::Contains("PopART has no Range op"));
+
+  auto upsample = model(R"(
+<ir_version: 3, opset_import: ["" : 8]>
+g (float[1, 1, 2, 2] x) => (float[1, 1, 4, 4] y) { y = Upsample <scales = [1.0, 1.0, 2.0, 2.0]> (x) }
+)");
+  f = findings(*upsample, "op");
+  REQUIRE(f.size() == 1);
+  CHECK_THAT(f[0], Catch::Contains("opset 8 selects Upsample-7, PopART implements Upsample 9"));
+
+  // Folded (Shape, Constant, ConstantOfShape) and rewritten (Gemm, Tan) ops import.
+  auto folded = model(R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[2, 3] x, float[3, 3] w) => (float[2, 3] y, int64[2] s) {
+  s = Shape(x)
+  t = Tan(x)
+  y = Gemm(t, w)
+}
+)");
+  INFO(all(*folded));
+  CHECK(findings(*folded, "op").empty());
+}
+
+TEST_CASE("popart: ai.graphcore ops as PopART's factories read them", "[popart]") {
+  registerGraphcoreOps();
+  const auto* dyn = onnx::OpSchemaRegistry::Schema("DynamicSlice", 1, "ai.graphcore");
+  REQUIRE(dyn);
+  CHECK(dyn->attributes().count("sizes"));
+  CHECK_FALSE(dyn->attributes().count("size"));
+  CHECK(dyn->max_input() == 3);
+  CHECK(onnx::OpSchemaRegistry::Schema("DynamicZero", 1, "ai.graphcore")->max_input() == 2);
+  CHECK(onnx::OpSchemaRegistry::Schema("GroupNormalization", 1, "ai.graphcore")->attributes().at("num_groups").required);
+  CHECK(onnx::OpSchemaRegistry::Schema("PrintTensor", 1, "ai.graphcore")->attributes().size() == 10);
+  CHECK(onnx::OpSchemaRegistry::Schema("Call", 1, "ai.graphcore")->attributes().count("num_outputs"));
+  for (const char* op : {"ReplicatedAllReduce", "ReplicatedReduceScatter", "ReplicatedAllGather", "Init", "ScaledAdd",
+                         "Remainder", "Fmod", "Round"})
+    CHECK(onnx::OpSchemaRegistry::Schema(op, 1, "ai.graphcore"));
+
+  auto bad = model(R"(
+<ir_version: 6, opset_import: ["" : 11, "ai.graphcore" : 1]>
+g (float[4, 8] x, float[8] s, float[8] b, uint32[1] o) => (float[4, 8] y, float[4, 8] z) {
+  y, m, v = ai.graphcore.GroupNormalization <epsilon = 0.001> (x, s, b)
+  z = ai.graphcore.DynamicZero <axes = [0], sizes = [1]> (x, o, x)
+}
+)");
+  auto f = findings(*bad, "graphcore-op");
+  REQUIRE(f.size() == 2);
+  CHECK_THAT(f[0], Catch::Contains("lacks attribute 'num_groups'"));
+  CHECK_THAT(f[1], Catch::Contains("has 3 inputs; ai.graphcore::DynamicZero takes 2"));
+
+  auto good = model(R"(
+<ir_version: 6, opset_import: ["" : 11, "ai.graphcore" : 1]>
+g (float[4, 8] x, float[8] s, float[8] b, uint32[1] o) => (float[4, 8] y, float[4, 8] z) {
+  y, m, v = ai.graphcore.GroupNormalization <num_groups = 1, epsilon = 0.001> (x, s, b)
+  z = ai.graphcore.DynamicZero <axes = [0], sizes = [1]> (x, o)
+}
+)");
+  INFO(all(*good));
+  CHECK(popart::checkImport(*good).empty());
+}
+
+TEST_CASE("popart: __ attribute types, values and companions", "[popart]") {
+  auto bad = model(R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[2, 2] x) => (float[2, 2] y) {
+  a = Relu <__ipu_number = 1.0> (x)
+  b = MatMul <__serialize_matmul_mode = "output_channels"> (a, a)
+  c = Identity <__exclude_patterns = ["PreUniRepl", "NoSuchPattern"]> (b)
+  d = Relu <__outline = ["key"]> (c)
+  y = Relu <__inplace_op_names = ["a", "b"], __inplace_op_priorities = [1.0]> (d)
+}
+)");
+  auto f = findings(*bad, "attribute");
+  std::string text;
+  for (auto& s : f) text += s + "\n";
+  INFO(text);
+  CHECK_THAT(text, Catch::Contains("'__ipu_number' is FLOAT but PopART reads it as INT"));
+  CHECK_THAT(text, Catch::Contains("'__serialize_matmul_mode' needs '__serialize_matmul_factor'"));
+  CHECK_THAT(text, Catch::Contains("'__serialize_matmul_mode' needs '__serialize_matmul_precision'"));
+  CHECK_THAT(text, Catch::Contains("'NoSuchPattern', which is not a PopART pattern"));
+  CHECK_THAT(text, Catch::Contains("odd number of strings"));
+  CHECK_THAT(text, Catch::Contains("must have as many values (2 and 1)"));
+  CHECK(f.size() == 6);
+
+  auto good = model(R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[1, 2, 4, 4] x, float[2, 2, 1, 1] w) => (float[1, 2, 4, 4] y) {
+  a = Conv <__partials_type = ["half"], __available_memory = [0.5], __enable_conv_dithering = [1]> (x, w)
+  b = MatMul <__serialize_matmul_mode = "output_channels", __serialize_matmul_factor = 2, __serialize_matmul_precision = 1, __partials_type = "HALF"> (a, a)
+  c = Identity <__exclude_patterns = ["PreUniRepl", "PostNRepl"], __recompute_output_in_backward_pass = 1> (b)
+  y = Relu <__outline = ["key", "value"], __schedule_priority = 1.0> (c)
+}
+)");
+  INFO(all(*good));
+  CHECK(findings(*good, "attribute").empty());
+  // The list forms are for convolutions only.
+  auto listOnRelu = model(R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[2] x) => (float[2] y) { y = Relu <__available_memory = [0.5]> (x) }
+)");
+  REQUIRE(findings(*listOnRelu, "attribute").size() == 1);
+  CHECK_THAT(findings(*listOnRelu, "attribute")[0], Catch::Contains("FLOATS but PopART reads it as FLOAT"));
+}
+
+TEST_CASE("popart: placement all-or-none, one IPU per stage, stages in data order", "[popart]") {
+  auto partial = model(R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[2] x) => (float[2] y) {
+  k = Constant <value = float[2] {1.0, 2.0}> ()
+  a = Add <__ipu_number = 0> (x, k)
+  y = Relu(a)
+}
+)");
+  auto f = findings(*partial, "placement");
+  REQUIRE(f.size() == 1);  // the Constant is folded at import: exempt
+  CHECK_THAT(f[0], Catch::Contains("node 'the node producing 'y' (Relu)'") || Catch::Contains("Relu"));
+  CHECK_THAT(f[0], Catch::Contains("has no __ipu_number"));
+
+  auto placed = model(R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[2] x) => (float[2] y) {
+  k = Constant <value = float[2] {1.0, 2.0}> ()
+  a = Add <__ipu_number = 0, __pipeline_stage = 0> (x, k)
+  y = Relu <__ipu_number = 1, __pipeline_stage = 1> (a)
+}
+)");
+  INFO(all(*placed));
+  CHECK(popart::checkImport(*placed).empty());
+
+  auto twoIpus = model(R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[2] x) => (float[2] y) {
+  a = Relu <__ipu_number = 0, __pipeline_stage = 0> (x)
+  y = Relu <__ipu_number = 1, __pipeline_stage = 0> (a)
+}
+)");
+  REQUIRE(findings(*twoIpus, "stage-ipu").size() == 1);
+  CHECK_THAT(findings(*twoIpus, "stage-ipu")[0], Catch::Contains("pipeline stage 0: is on IPUs 0"));
+
+  auto backwards = model(R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[2] x) => (float[2] y) {
+  a = Relu <__ipu_number = 1, __pipeline_stage = 1> (x)
+  y = Relu <__ipu_number = 0, __pipeline_stage = 0> (a)
+}
+)");
+  REQUIRE(findings(*backwards, "stage-order").size() == 1);
+  CHECK_THAT(findings(*backwards, "stage-order")[0], Catch::Contains("in the later stage 1"));
+
+  auto gap = model(R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[2] x) => (float[2] y) {
+  a = Relu <__ipu_number = 0, __pipeline_stage = 0> (x)
+  y = Relu <__ipu_number = 1, __pipeline_stage = 2> (a)
+}
+)");
+  REQUIRE(findings(*gap, "stage-order").size() == 1);
+  CHECK_THAT(findings(*gap, "stage-order")[0], Catch::Contains("stage 1 has no op"));
+}
+
+TEST_CASE("popart: callees", "[popart]") {
+  const char* relu = R"(
+<ir_version: 6, opset_import: ["" : 11]>
+layer (float[2] a) => (float[2] b) { b = Relu <__ipu_number = 0> (a) }
+)";
+  const char* sigmoid = R"(
+<ir_version: 6, opset_import: ["" : 11]>
+layer (float[2] a) => (float[2] b) { b = Sigmoid <__ipu_number = 0> (a) }
+)";
+  const char* twoNamedCalls = R"(
+<ir_version: 6, opset_import: ["" : 11, "ai.graphcore" : 1]>
+g (float[2] x) => (float[2] y) {
+  h = ai.graphcore.Call <__ipu_number = 0> (x)
+  y = ai.graphcore.Call <__ipu_number = 0> (h)
+}
+)";
+  // The text parser leaves nodes unnamed: they are named here.
+  auto withCallees = [&](const char* text, const std::string& first, const std::string& second) {
+    onnx::ModelProto m = test::parseModel(text);
+    int i = 0;
+    for (auto& n : *m.mutable_graph()->mutable_node()) {
+      if (n.op_type() != "Call") continue;
+      onnx::ModelProto body = test::parseModel(i++ == 0 ? first : second);
+      n.set_name("call" + std::to_string(i));
+      auto* a = n.add_attribute();
+      a->set_name("callee");
+      a->set_type(onnx::AttributeProto::GRAPH);
+      *a->mutable_g() = body.graph();
+    }
+    return loadModel(m);
+  };
+  auto same = withCallees(twoNamedCalls, relu, relu);
+  INFO(all(*same));
+  CHECK(popart::checkImport(*same).empty());
+
+  auto differ = withCallees(twoNamedCalls, relu, sigmoid);
+  auto f = findings(*differ, "callee-name");
+  REQUIRE(f.size() == 1);
+  CHECK_THAT(f[0], Catch::Contains("call2") && Catch::Contains("differs from the one node 'call1'"));
+
+  auto withInit = withCallees(twoNamedCalls, R"(
+<ir_version: 6, opset_import: ["" : 11]>
+layer (float[2] a) => (float[2] b) <float[2] w = {1.0, 2.0}> { b = Add(a, w) }
+)",
+                              R"(
+<ir_version: 6, opset_import: ["" : 11]>
+layer (float[2] a) => (float[2] b) <float[2] w = {1.0, 2.0}> { b = Add(a, w) }
+)");
+  REQUIRE(findings(*withInit, "callee-initializer").size() == 1);
+  CHECK_THAT(findings(*withInit, "callee-initializer")[0], Catch::Contains("callee 'layer'"));
+
+  const char* checkpointed = R"(
+<ir_version: 6, opset_import: ["" : 11]>
+layer (float[2] a) => (float[2] b) {
+  r = Relu <__ipu_number = 0> (a)
+  b = Identity <__recompute_output_in_backward_pass = 1, __ipu_number = 0> (r)
+}
+)";
+  auto ck = withCallees(twoNamedCalls, checkpointed, checkpointed);
+  REQUIRE(findings(*ck, "callee-checkpoint").size() == 1);  // one body, reported once
+  CHECK(findings(*ck, "callee-placement").empty());
+
+  const char* elsewhere = R"(
+<ir_version: 6, opset_import: ["" : 11]>
+layer (float[2] a) => (float[2] b) { b = Relu <__ipu_number = 1> (a) }
+)";
+  auto placedElsewhere = withCallees(twoNamedCalls, elsewhere, elsewhere);
+  auto p = findings(*placedElsewhere, "callee-placement");
+  REQUIRE(p.size() == 2);  // once per Call
+  CHECK_THAT(p[0], Catch::Contains("has __ipu_number 1 inside callee 'layer'"));
+}
+
+TEST_CASE("popart: shape-like callee inputs must agree between call sites", "[popart]") {
+  const char* reshape = R"(
+<ir_version: 6, opset_import: ["" : 11]>
+view (float[2, 3] a, int64[2] s) => (float[3, 2] b) { b = Reshape(a, s) }
+)";
+  auto build = [&](const char* main) {
+    onnx::ModelProto m = test::parseModel(main);
+    int i = 0;
+    for (auto& n : *m.mutable_graph()->mutable_node()) {
+      if (n.op_type() != "Call") continue;
+      n.set_name("call" + std::to_string(++i));
+      auto* a = n.add_attribute();
+      a->set_name("callee");
+      a->set_type(onnx::AttributeProto::GRAPH);
+      *a->mutable_g() = test::parseModel(reshape).graph();
+    }
+    return loadModel(m);
+  };
+  auto differ = build(R"(
+<ir_version: 6, opset_import: ["" : 11, "ai.graphcore" : 1]>
+g (float[2, 3] x) => (float[3, 2] y, float[3, 2] z) <int64[2] s1 = {3, 2}, int64[2] s2 = {-1, 2}> {
+  y = ai.graphcore.Call (x, s1)
+  z = ai.graphcore.Call (x, s2)
+}
+)");
+  auto f = findings(*differ, "callee-shape-operand");
+  REQUIRE(f.size() == 1);
+  CHECK_THAT(f[0], Catch::Contains("'s2' as input 1 of callee 'view'") && Catch::Contains("first call node 'call1'"));
+
+  auto equal = build(R"(
+<ir_version: 6, opset_import: ["" : 11, "ai.graphcore" : 1]>
+g (float[2, 3] x) => (float[3, 2] y, float[3, 2] z) <int64[2] s1 = {3, 2}, int64[2] s2 = {3, 2}> {
+  y = ai.graphcore.Call (x, s1)
+  z = ai.graphcore.Call (x, s2)
+}
+)");
+  INFO(all(*equal));
+  CHECK(popart::checkImport(*equal).empty());
+}
+
+TEST_CASE("popart: the CLI reports findings with the class and exits 1", "[popart][cli]") {
+  test::TempDir dir;
+  test::writeProto(test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[N] x) => (float[N] y) { y = Relu(x) }
+)"),
+                   dir / "m.onnx");
+  auto r = test::run(test::graphrwBin() + " validate " + (dir / "m.onnx").string() + " --target popart");
+  CHECK(r.status == 1);
+  CHECK_THAT(r.out, Catch::Contains("popart:ir-version: model: IR version 8"));
+  CHECK_THAT(r.out, Catch::Contains("popart:opset: model: imports ai.onnx opset 13"));
+  CHECK_THAT(r.out, Catch::Contains("popart:dynamic-shape: graph input 'x'"));
+  auto j = test::run(test::graphrwBin() + " validate " + (dir / "m.onnx").string() + " --target popart --json");
+  auto report = nlohmann::json::parse(j.out);
+  CHECK(report["target"] == "popart");
+  CHECK(report["valid"] == false);
+  // Without --target the model is valid ONNX.
+  CHECK(test::run(test::graphrwBin() + " validate " + (dir / "m.onnx").string()).status == 0);
+}
