@@ -137,10 +137,12 @@ OpPlan ReplaceRun::plan(const Replacement& r, Node& n) {
       usageError(msg);
     }
     auto expected = expectedAttributeType(schema, name);
+    if (value.is_array())
+      if (auto list = popart::listFormType(name, p.opType)) expected = list;  // Conv's per-conv `__` lists
     if (expected && *expected == onnx::AttributeProto::GRAPH)
       usageError(where + ": attribute '" + name + "' is a GRAPH; a rule cannot set it");
     auto a = attributeFromJson(name, value, expected, where);
-    for (const auto& problem : popart::checkAttribute(a)) usageError(where + ": " + problem);
+    for (const auto& problem : popart::checkAttribute(a, p.opType)) usageError(where + ": " + problem);
     p.sets.push_back(a);
     present.insert(name);
   }
