@@ -16,7 +16,7 @@ using namespace ir;
 const std::vector<std::string>& shapeOps() {
   static const std::vector<std::string> ops = {
       "Shape", "Size", "Gather", "Range", "Trilu", "ConstantOfShape", "Expand", "Equal", "Less", "Greater",
-      "LessOrEqual", "GreaterOrEqual", "Where", "Not", "And", "Or", "Xor", "Min", "Max", "Abs"};
+      "LessOrEqual", "GreaterOrEqual", "Where", "Not", "And", "Or", "Xor", "Min", "Max", "Abs", "NonZero"};
   return ops;
 }
 
@@ -183,6 +183,36 @@ std::optional<std::vector<HostTensor>> evaluateShapeOp(const Node& n, const std:
       data.append(x.data, at[0] * es, es);
     });
     return one(std::move(out));
+  }
+  if (op == "NonZero") {
+    // [rank, count] int64: the indices of the non-zero elements, row-major.
+    std::vector<int64_t> hits;
+    for (int64_t o = 0; o < x.count(); ++o) {
+      bool nonzero = false;
+      for (size_t b = 0; b < es; ++b) nonzero |= x.data[static_cast<size_t>(o) * es + b] != 0;
+      if (x.type == TP::FLOAT || x.type == TP::DOUBLE || x.type == TP::FLOAT16 || x.type == TP::BFLOAT16) {
+        // -0.0 is zero: only the sign bit set.
+        bool onlySign = true;
+        for (size_t b = 0; b < es; ++b) {
+          auto byte = static_cast<unsigned char>(x.data[static_cast<size_t>(o) * es + b]);
+          onlySign &= byte == 0 || (b == es - 1 && byte == 0x80);
+        }
+        nonzero &= !onlySign;
+      }
+      if (nonzero) hits.push_back(o);
+    }
+    size_t rank = x.dims.size();
+    std::vector<int64_t> dims = {static_cast<int64_t>(rank), static_cast<int64_t>(hits.size())};
+    if (tooLarge(dims, 8)) return refuse("NonZero: the result is over the size limit");
+    std::vector<int64_t> values(rank * hits.size());
+    for (size_t h = 0; h < hits.size(); ++h) {
+      int64_t rest = hits[h];
+      for (size_t d = rank; d-- > 0;) {
+        values[d * hits.size() + h] = rest % x.dims[d];
+        rest /= x.dims[d];
+      }
+    }
+    return one(ints64(values, dims));
   }
   if (op == "Where") {
     const HostTensor &a = need(1), &b = need(2);

@@ -115,6 +115,23 @@ g (float[2,3,4] x) => (float[6,4] y, bool[3] c) <int64[1] zero = {0}, int64[1] o
   checkValid(*loadModel(out));
 }
 
+TEST_CASE("fold: NonZero of a constant (zeros, -0.0, a 2-D input) matches ONNX Runtime", "[fold]") {
+  auto m = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (int64[1] x) => (int64[2, 3] y, int64[1, 2] z) <float[2, 3] c = {0.0, 1.5, -0.0, 2.0, 0.0, -3.0}, int32[4] d = {0, 7, 0, 1}> {
+  y = NonZero(c)
+  nz = NonZero(d)
+  z = Add(nz, x)
+}
+)");
+  nlohmann::json report;
+  auto out = foldOrShape(m, passes::createFoldPass({}), &report);
+  INFO(report.dump());
+  CHECK(report["folded"]["NonZero"] == 2);
+  CHECK(opCounts(out).count("ai.onnx::NonZero") == 0);
+  checkSameMaths(m, out);
+}
+
 TEST_CASE("fold: results and weights over --max-bytes are left alone", "[fold]") {
   auto m = parseModel(R"(
 <ir_version: 8, opset_import: ["" : 13]>
