@@ -13,6 +13,7 @@
 #include "inliner.h"
 #include "loader.h"
 #include "opsets.h"
+#include "popart.h"
 #include "types.h"
 #include "writer.h"
 
@@ -50,9 +51,11 @@ class ExpandRun {
 
     auto removed = pruneUnused(*rw_, before);
 
-    for (const auto& sel : options_.select.any)
-      if (!selectorHits_.count(sel.str()))
-        reportNoMatch("expand", "selector '" + sel.str() + "' matched no call", options_.allowNoMatch);
+    // A list of alternatives is one selector: it matches nothing only when no alternative does.
+    bool hit = false;
+    for (const auto& sel : options_.select.any) hit |= selectorHits_.count(sel.str()) > 0;
+    if (!options_.select.any.empty() && !hit)
+      reportNoMatch("expand", "selector '" + options_.select.str() + "' matched no call", options_.allowNoMatch);
     context.matched = matched_;
     nlohmann::json inlined = nlohmann::json::object();
     for (const auto& [k, n] : inlinedPerFunction_) inlined[k] = n;
@@ -148,7 +151,9 @@ class ExpandRun {
         badInput("call cycle: " + cycle + t.key);
       }
       if (t.kind == Kind::SchemaOp && !typesKnown(g, *n, *t.schema)) continue;
+      auto placement = popart::placementOf(*n);
       std::vector<Node*> created = inlineTarget(g, n, t, opsets);
+      popart::applyPlacement(*rw_, created, placement);  // inlined ops run where the call ran
       if (rw_->counts().nodesAdded > options_.maxNodes)
         usageError("expand: inlining created over " + std::to_string(options_.maxNodes) +
                    " nodes (--max-nodes / max_nodes); stopped at " + nodeLabel(*n));

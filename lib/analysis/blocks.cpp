@@ -54,8 +54,10 @@ void collectReads(const Graph& g, Node* n, const std::unordered_set<const Node*>
 
 void requireMatches(const std::string& pass, const SelectorSet& select, const std::set<std::string>& hits,
                     bool allowNoMatch) {
+  // A list of alternatives is one selector: it matches nothing only when no alternative does.
   for (const auto& sel : select.any)
-    if (!hits.count(sel.str())) reportNoMatch(pass, "selector '" + sel.str() + "' matched no node", allowNoMatch);
+    if (hits.count(sel.str())) return;
+  if (!select.any.empty()) reportNoMatch(pass, "selector '" + select.str() + "' matched no node", allowNoMatch);
 }
 
 void fillBoundary(Graph& g, Block& b) {

@@ -142,6 +142,10 @@ TEST_CASE("seed case 9 on M3 (no dense): a selector matching nothing is an error
   auto model = runCheckpoint(proto, options, &report);
   CHECK(report["changed"] == false);
   CHECK(countCheckpoints(toProto(*model)) == 0);
+  // A list of alternatives is one selector: one alternative matching is enough.
+  REQUIRE_NOTHROW(runCheckpoint(proto, after({"scope=dense_*", "op_type=Conv"})));
+  REQUIRE_THROWS_WITH(runCheckpoint(proto, after({"scope=dense_*", "op_type=MatMul"})),
+                      Catch::Contains("selector 'scope=dense_* | op_type=MatMul' matched no node"));
 }
 
 TEST_CASE("checkpoint is idempotent and consumers inside a block keep the original", "[checkpoint]") {
