@@ -10,6 +10,7 @@
 #include "graphcore_ops.h"
 #include "inliner.h"
 #include "opsets.h"
+#include "popart.h"
 #include "replace_internal.h"
 
 namespace graphrw::passes {
@@ -27,7 +28,7 @@ void ReplaceRun::run(Model& model, PassContext& context) {
   nlohmann::json rules = nlohmann::json::array();
   for (const Replacement& r : options_.replacements) {
     auto matches = collect(r);
-    if (matches.empty()) {
+    if (matches.empty() && !(options_.allowNoMatch && options_.quietNoMatch)) {
       std::string msg = r.where + ": selector '" + r.select.str() + "' matched no node";
       reportNoMatch("replace", msg, options_.allowNoMatch);
     }
@@ -156,7 +157,9 @@ void ReplaceRun::applyTemplate(const Function& fn, Node* n) {
         }
   std::string prefix = n->name().empty() ? g.nodeNames().fresh(n->opType()) : n->name();
   erasedByTemplates_.insert(n);  // a node an earlier template created may be replaced in turn
+  auto placement = popart::placementOf(*n);
   auto result = inlineBody(*rw_, n, fn.body(), env, prefix);
+  popart::applyPlacement(*rw_, result.created, placement);  // template ops run where the node ran
   for (Node* c : result.created) erasedByTemplates_.erase(c);
   fromTemplates_.insert(fromTemplates_.end(), result.created.begin(), result.created.end());
 }

@@ -44,6 +44,7 @@ struct ReplaceOptions {
   std::vector<Replacement> replacements;  // applied in order
   bool allowUnknownOp = false;  // a target op no schema knows is written as given
   bool allowNoMatch = false;    // a selector matching nothing is a warning, not an error
+  bool quietNoMatch = false;    // with allowNoMatch: not even a warning (replacements run as part of another pass)
   bool fold = true;             // fold template ops that compute only from initializers and constants
 };
 

@@ -3,10 +3,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <cctype>
+#include <unordered_set>
 #include <string_view>
 
 #include "embedded.h"
 #include "ir.h"
+#include "rewriter.h"
 
 namespace graphrw::popart {
 namespace {
@@ -182,6 +184,85 @@ std::optional<int64_t> recomputeType(const ir::Node& n) {
 
 bool isCheckpoint(const ir::Node& n) {
   return n.opType() == "Identity" && ir::isDefaultDomain(n.domain()) && recomputeType(n) == kCheckpoint;
+}
+
+const char* const kPlacementAttributes[3] = {"__ipu_number", "__pipeline_stage", "__execution_phase"};
+
+std::vector<onnx::AttributeProto> placementOf(const ir::Node& n) {
+  std::vector<onnx::AttributeProto> out;
+  for (const char* key : kPlacementAttributes)
+    if (const ir::Attribute* a = n.attribute(key); a && a->type() == onnx::AttributeProto::INT) out.push_back(a->proto);
+  return out;
+}
+
+void applyPlacement(ir::Rewriter& rw, const std::vector<ir::Node*>& nodes, const std::vector<onnx::AttributeProto>& placement) {
+  for (ir::Node* n : nodes)
+    for (const auto& a : placement)
+      if (!n->attribute(a.name())) rw.setAttribute(n, a);
+}
+
+size_t fillPlacement(ir::Rewriter& rw, ir::Graph& g) {
+  size_t filled = 0;
+  for (const char* key : kPlacementAttributes) {
+    bool used = false;
+    for (const auto& n : g.nodes()) used |= n->attribute(key) != nullptr;
+    if (!used) continue;
+    // Nodes computing only from constants (PopART folds them at import) need none.
+    std::unordered_set<const ir::Node*> constant;
+    for (const auto& n : g.nodes()) {
+      bool yes = foldedAtImport(n->opType()) && ir::isDefaultDomain(n->domain());
+      if (!yes && !n->inputs().empty()) {
+        yes = true;
+        for (const ir::Value* v : n->inputs())
+          if (v && !(v->producer() && constant.count(v->producer()))) yes = false;
+      }
+      if (yes && !n->attribute(key)) constant.insert(n.get());
+    }
+    auto valueOf = [&](const ir::Node& n) -> std::optional<int64_t> {
+      const ir::Attribute* a = n.attribute(key);
+      if (!a || a->type() != onnx::AttributeProto::INT) return std::nullopt;
+      return a->proto.i();
+    };
+    // Forward (producers, in graph order), then backward (consumers) for what is left.
+    std::vector<ir::Node*> missing;
+    for (const auto& n : g.nodes())
+      if (!n->attribute(key) && !constant.count(n.get())) missing.push_back(n.get());
+    std::vector<ir::Node*> left;
+    for (ir::Node* n : missing) {
+      std::optional<int64_t> best;
+      for (const ir::Value* v : n->inputs())
+        if (v && v->producer())
+          if (auto p = valueOf(*v->producer()); p && (!best || *p > *best)) best = p;
+      if (!best) {
+        left.push_back(n);
+        continue;
+      }
+      onnx::AttributeProto a;
+      a.set_name(key);
+      a.set_type(onnx::AttributeProto::INT);
+      a.set_i(*best);
+      rw.setAttribute(n, a);
+      ++filled;
+    }
+    for (auto it = left.rbegin(); it != left.rend(); ++it) {
+      ir::Node* n = *it;
+      std::optional<int64_t> first;
+      for (const ir::Value* v : n->outputs()) {
+        if (!v) continue;
+        for (const ir::Use& u : v->uses())
+          if (u.node->graph() == &g)
+            if (auto c = valueOf(*u.node); c && (!first || *c < *first)) first = c;
+      }
+      if (!first) continue;
+      onnx::AttributeProto a;
+      a.set_name(key);
+      a.set_type(onnx::AttributeProto::INT);
+      a.set_i(*first);
+      rw.setAttribute(n, a);
+      ++filled;
+    }
+  }
+  return filled;
 }
 
 }  // namespace graphrw::popart

@@ -8,7 +8,9 @@
 #include <vector>
 
 namespace graphrw::ir {
+class Graph;
 class Node;
+class Rewriter;
 }
 
 namespace graphrw::popart {
@@ -35,6 +37,21 @@ std::vector<std::string> checkAttribute(const onnx::AttributeProto& attribute, c
 // Problems with a node's `__` attributes: each one's own, attributes that need
 // another (`__serialize_matmul_*`, `__inplace_op_*`), attributes PopART sets itself.
 std::vector<std::string> checkNodeAttributes(const ir::Node& n);
+
+// Placement: __ipu_number, __pipeline_stage, __execution_phase. An op graphrw
+// inserts (a checkpoint Identity, a Call, replacement and template ops, an
+// adapter's ops) takes the placement of the op it replaces or follows, as
+// PopART's Builder gives new ops the current scope's attributes.
+extern const char* const kPlacementAttributes[3];
+// The placement attributes `n` carries (INT ones).
+std::vector<onnx::AttributeProto> placementOf(const ir::Node& n);
+// Sets each attribute on the nodes that lack it.
+void applyPlacement(ir::Rewriter& rw, const std::vector<ir::Node*>& nodes, const std::vector<onnx::AttributeProto>& placement);
+// For each placement attribute some node of `g` has: the nodes lacking it take
+// their producers' (the latest pipeline stage among them), else their first
+// consumer's; nodes PopART folds at import and nodes computing only from
+// constants are left alone. Returns how many nodes got an attribute.
+size_t fillPlacement(ir::Rewriter& rw, ir::Graph& g);
 
 // PopART's op factories, ONNX-level rewrites and import-time folding
 // (schemas/popart-ops.json, generated from PopART's sources).
