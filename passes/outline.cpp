@@ -10,9 +10,11 @@
 
 #include "blocks.h"
 #include "error.h"
+#include "fold.h"
 #include "inliner.h"
 #include "loader.h"
 #include "opsets.h"
+#include "popart.h"
 #include "types.h"
 #include "writer.h"
 
@@ -35,11 +37,79 @@ class Stopwatch {
  private:
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
-constexpr const char* kIpu = "__ipu_number";
+// Where an op runs (PopART): a Call takes its block's, and every op of the
+// callee has the same (blocks placed differently never share a callee: the
+// attributes are part of their signature).
+constexpr const char* kPlacement[] = {"__ipu_number", "__pipeline_stage", "__execution_phase"};
 
+// Operands whose values shape an op when PopART creates it: a callee is built
+// once, at its first Call, with that call's values.
+bool shapeLikeOperand(const Node& n, size_t input) {
+  if (!isDefaultDomain(n.domain())) return false;
+  const std::string& op = n.opType();
+  if (op == "Reshape" || op == "Expand" || op == "Tile" || op == "TopK" || op == "Upsample" || op == "OneHot")
+    return input == 1;
+  if (op == "Slice" || op == "Resize") return input >= 1;
+  if (op == "Pad") return input == 1;
+  if (op == "ConstantOfShape") return input == 0;
+  return false;
+}
+
+// What must match for two blocks' inputs to share a body: the element type
+// and rank; dimensions may differ in being known (the body declares the
+// common, more general type), static shapes that conflict split groups later.
 std::string typeKey(const Value* v) {
   const onnx::TypeProto* t = v->type();
-  return t ? t->SerializeAsString() : std::string("?");
+  if (!t || !t->has_tensor_type()) return t ? t->SerializeAsString() : std::string("?");
+  const auto& tt = t->tensor_type();
+  std::string key = "t" + std::to_string(tt.elem_type());
+  key += tt.has_shape() ? "r" + std::to_string(tt.shape().dim_size()) : "r?";
+  return key;
+}
+
+// The input's shape when every dimension is a known number.
+std::optional<std::vector<int64_t>> staticShape(const Value* v) {
+  const onnx::TypeProto* t = v->type();
+  if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const auto& d : t->tensor_type().shape().dim()) {
+    if (!d.has_dim_value()) return std::nullopt;
+    dims.push_back(d.dim_value());
+  }
+  return dims;
+}
+
+// The most specific type true of all: dimensions that agree are kept, the others left unknown.
+std::optional<onnx::TypeProto> commonType(const std::vector<const Value*>& values) {
+  std::optional<onnx::TypeProto> common;
+  for (const Value* v : values) {
+    if (!v->type()) return std::nullopt;
+    if (!common) {
+      common = *v->type();
+      continue;
+    }
+    const onnx::TypeProto& t = *v->type();
+    if (!common->has_tensor_type() || !t.has_tensor_type()) {
+      if (common->SerializeAsString() != t.SerializeAsString()) return std::nullopt;
+      continue;
+    }
+    auto* ct = common->mutable_tensor_type();
+    if (!t.tensor_type().has_shape() || !ct->has_shape() || t.tensor_type().shape().dim_size() != ct->shape().dim_size()) {
+      ct->clear_shape();
+      continue;
+    }
+    for (int d = 0; d < ct->shape().dim_size(); ++d) {
+      auto* cd = ct->mutable_shape()->mutable_dim(d);
+      const auto& td = t.tensor_type().shape().dim(d);
+      bool same = (cd->has_dim_value() && td.has_dim_value() && cd->dim_value() == td.dim_value()) ||
+                  (cd->has_dim_param() && td.has_dim_param() && cd->dim_param() == td.dim_param());
+      if (!same) {
+        cd->clear_dim_value();
+        cd->clear_dim_param();
+      }
+    }
+  }
+  return common;
 }
 
 // "/encoder/layer.0" -> "encoder_layer_0"
@@ -66,7 +136,7 @@ struct Work {
   Block block;
   bool scoped;
   size_t group = 0;
-  std::optional<int64_t> ipu;
+  std::map<std::string, int64_t> placement;  // kPlacement attributes its nodes carry
 };
 
 // One run over one model: the pass's per-run state.
@@ -81,18 +151,28 @@ class OutlineRun {
 
     std::vector<Graph*> graphs;
     model.walkGraphs([&](Graph& g) { graphs.push_back(&g); });
+    if (options_.mode != OutlineOptions::Mode::Attributes) {
+      size_t forwarded = 0;
+      for (Graph* g : graphs) forwarded += forwardWeightIdentities(*g);
+      if (forwarded) context.details["weight_identities_removed"] = forwarded;
+    }
     std::set<std::string> hits;
+    size_t detached = 0;
     for (Graph* g : graphs) {
       auto blocks = findBlocks(*g, options_.select, &hits);
       if (blocks.empty()) continue;
       checkConvex(*g, blocks, "outline");
+      if (options_.mode != OutlineOptions::Mode::Attributes)
+        for (auto& b : blocks) detached += detachCheckpoints(*g, b);
       for (auto& b : blocks) {
+        if (b.nodes.empty()) continue;
         bool scoped = b.nodes.size() > 1 || (b.nodes.size() == 1 && b.key != b.nodes[0]->name());
-        work_.push_back({g, std::move(b), scoped, 0, std::nullopt});
+        work_.push_back({g, std::move(b), scoped, 0, {}});
       }
     }
     clock.lap("blocks");
     requireMatches("outline", options_.select, hits, options_.allowNoMatch);
+    if (detached) context.details["checkpoints_kept_outside"] = detached;
     context.matched = work_.size();
     context.details["blocks"] = work_.size();
     if (options_.mode != OutlineOptions::Mode::Attributes) {
@@ -163,6 +243,54 @@ class OutlineRun {
   }
 
  private:
+  // PyTorch's exporter feeds later layers the parameters equal to layer 0's
+  // through Identity nodes on layer 0's initializers: the layers then differ
+  // in their inputs (an activation here, an initializer there) and would not
+  // share a body. Such an Identity is an alias: its readers read the
+  // initializer. Identities carrying `__` attributes (checkpoints) stay.
+  size_t forwardWeightIdentities(Graph& g) {
+    std::vector<Node*> aliases;
+    for (const auto& n : g.nodes()) {
+      if (n->opType() != "Identity" || !isDefaultDomain(n->domain()) || n->inputs().size() != 1) continue;
+      const Value* in = n->input(0);
+      Value* out = n->output(0);
+      if (!in || !out || !in->isInitializer() || in->isGraphInput() || in->graph() != &g) continue;
+      if (out->graphOutputCount() > 0) continue;
+      bool annotated = false;
+      for (const auto& a : n->attributes()) annotated |= a.name().starts_with("__");
+      if (!annotated) aliases.push_back(n.get());
+    }
+    for (Node* n : aliases) {
+      rw_->replaceAllUsesWith(n->output(0), n->input(0));
+      rw_->eraseNode(n);
+    }
+    return aliases.size();
+  }
+
+  // A checkpoint on a block's output stays in the calling graph, reading the
+  // Call's output: PopART never reads recompute types inside a callee.
+  size_t detachCheckpoints(Graph& g, Block& b) {
+    std::unordered_set<const Node*> members(b.nodes.begin(), b.nodes.end());
+    std::vector<Node*> kept;
+    size_t detached = 0;
+    for (Node* n : b.nodes) {
+      bool boundary = popart::isCheckpoint(*n) && n->input(0) && n->input(0)->producer() &&
+                      members.count(n->input(0)->producer());
+      if (boundary)
+        for (const Use& u : n->output(0)->uses()) boundary &= !members.count(ownerIn(g, u.node));
+      if (boundary) {
+        members.erase(n);
+        ++detached;
+      } else {
+        kept.push_back(n);
+      }
+    }
+    if (!detached) return 0;
+    b.nodes = std::move(kept);
+    fillBoundary(g, b);
+    return detached;
+  }
+
   // __outline = [k0, v0, k1, v1, ...]: the given keys set, others kept, in order.
   size_t annotate(Node* n) {
     std::vector<std::pair<std::string, std::string>> pairs;
@@ -188,21 +316,44 @@ class OutlineRun {
   }
 
   void checkBlock(Work& w) {
-    const Node* first = nullptr;
+    std::map<std::string, const Node*> firstWith;
     for (Node* n : w.block.nodes) {
       for (const auto& a : n->attributes())
         if (a.isRef())
           badInput("outline: block '" + w.block.key + "': node '" + n->name() + "' refers to attribute '" +
                    a.proto.ref_attr_name() + "' of its function; outline the function's calls instead");
-      const Attribute* ipu = n->attribute(kIpu);
-      if (!ipu) continue;
-      if (w.ipu && *w.ipu != ipu->proto.i())
-        badInput("outline: block '" + w.block.key + "' spans IPUs: node '" + first->name() + "' has __ipu_number " +
-                 std::to_string(*w.ipu) + ", node '" + n->name() + "' has " + std::to_string(ipu->proto.i()));
-      w.ipu = ipu->proto.i();
-      first = n;
+      for (const char* key : kPlacement) {
+        const Attribute* a = n->attribute(key);
+        if (!a || a->type() != onnx::AttributeProto::INT) continue;
+        auto [it, fresh] = w.placement.emplace(key, a->proto.i());
+        if (fresh) {
+          firstWith[key] = n;
+        } else if (it->second != a->proto.i()) {
+          badInput("outline: block '" + w.block.key + "' spans " + key + " values: node '" + firstWith[key]->name() +
+                   "' has " + std::to_string(it->second) + ", node '" + n->name() + "' has " + std::to_string(a->proto.i()));
+        }
+      }
     }
     if (w.block.outputs.empty()) badInput("outline: block '" + w.block.key + "' has no output anything reads");
+  }
+
+  // The value of a constant (initializer or Constant output) as bytes; a
+  // unique token for anything else (it cannot be compared, so never shared).
+  std::string constantKey(const Value* v) {
+    try {
+      if (v->isInitializer() && !v->isGraphInput()) {
+        HostTensor t = readTensor(*v->initializer());
+        return std::to_string(t.type) + ":" + std::to_string(t.data.size()) + ":" + t.data;
+      }
+      const Node* p = v->producer();
+      if (p && isDefaultDomain(p->domain()) && p->opType() == "Constant")
+        if (const Attribute* a = p->attribute("value"); a && a->t) {
+          HostTensor t = readTensor(*a->t);
+          return std::to_string(t.type) + ":" + std::to_string(t.data.size()) + ":" + t.data;
+        }
+    } catch (const std::exception&) {
+    }
+    return "value:" + v->name();
   }
 
   // Blocks are the same computation when their ops, attributes, wiring and input types are.
@@ -212,6 +363,13 @@ class OutlineRun {
     for (size_t i = 0; i < b.inputs.size(); ++i) {
       token[b.inputs[i]] = "i" + std::to_string(i);
       sig += "I" + std::to_string(i) + ":" + typeKey(b.inputs[i]) + ";";
+      // A constant input that shapes an op inside: PopART builds the callee
+      // with the first call's value, so only blocks with equal values share.
+      bool shaping = false;
+      for (const Use& u : b.inputs[i]->uses())
+        for (const Node* n : b.nodes)
+          if (u.node == n && shapeLikeOperand(*n, static_cast<size_t>(u.index))) shaping = true;
+      if (shaping) sig += "V" + constantKey(b.inputs[i]) + ";";
     }
     std::unordered_map<const Value*, size_t> outIndex;
     for (size_t j = 0; j < b.outputs.size(); ++j) outIndex[b.outputs[j]] = j;
@@ -252,17 +410,41 @@ class OutlineRun {
     bySignature.reserve(kept.size());
     for (size_t i : kept) {
       std::string sig = signature(work_[i].block);
-      // A block whose input types are unknown (inside a function body) shares
-      // with nothing: PopART would build one body for the first shapes only.
-      for (Value* v : work_[i].block.inputs)
-        if (!v->type()) {
-          sig += "#unknown-types-" + std::to_string(i);
-          break;
+      // Blocks whose inputs have different static shapes do not share: PopART
+      // would build the body for the first call's shapes only. A block whose
+      // shapes are not all known joins the first group of its signature.
+      std::string shapes;
+      bool allStatic = true;
+      for (Value* v : work_[i].block.inputs) {
+        auto s = staticShape(v);
+        allStatic &= s.has_value();
+        if (s)
+          for (int64_t d : *s) shapes += std::to_string(d) + ",";
+        shapes += ";";
+      }
+      size_t index;
+      auto it = bySignature.find(sig);
+      if (it == bySignature.end()) {
+        index = groups_.size();
+        bySignature.emplace(sig, index);
+        groups_.push_back({"", {}, {}, work_[i].block.nodes.size()});
+        if (allStatic) shapesOf_[index] = shapes;
+      } else {
+        index = it->second;
+        // Follow the chain of groups with this signature to one whose shapes agree.
+        while (allStatic && shapesOf_.count(index) && shapesOf_[index] != shapes) {
+          if (!nextWithSignature_.count(index)) {
+            size_t fresh = groups_.size();
+            groups_.push_back({"", {}, {}, work_[i].block.nodes.size()});
+            shapesOf_[fresh] = shapes;
+            nextWithSignature_[index] = fresh;
+          }
+          index = nextWithSignature_[index];
         }
-      auto [it, fresh] = bySignature.emplace(sig, groups_.size());
-      if (fresh) groups_.push_back({"", {}, {}, work_[i].block.nodes.size()});
-      groups_[it->second].blocks.push_back(i);
-      work_[i].group = it->second;
+        if (allStatic && !shapesOf_.count(index)) shapesOf_[index] = shapes;
+      }
+      groups_[index].blocks.push_back(i);
+      work_[i].group = index;
     }
     // Names: the blocks' keys with the parts in which they differ left out
     // ("/encoder/layer.0", "/encoder/layer.1" -> "encoder_layer"), unique.
@@ -341,6 +523,15 @@ class OutlineRun {
     for (Node* n : b.nodes) {
       onnx::NodeProto p = nodeToProto(*n);
       renameRefs(p, rename);
+      for (const auto& [key, value] : w.placement) {
+        bool has = false;
+        for (const auto& a : p.attribute()) has |= a.name() == key;
+        if (has) continue;
+        auto* a = p.add_attribute();
+        a->set_name(key);
+        a->set_type(onnx::AttributeProto::INT);
+        a->set_i(value);
+      }
       std::string nodeName = relative(n->name().empty() ? n->opType() : n->name());
       for (int k = 1; nodeNames.count(nodeName); ++k) nodeName = relative(n->name().empty() ? n->opType() : n->name()) + "_" + std::to_string(k);
       nodeNames.insert(nodeName);
@@ -350,16 +541,22 @@ class OutlineRun {
     if (options_.mode == OutlineOptions::Mode::Call) {
       onnx::GraphProto& g = group.body;
       g.set_name(group.callee);
+      // The body declares what is true at every call site.
+      auto common = [&](bool input, size_t k) {
+        std::vector<const Value*> values;
+        for (size_t i : group.blocks) values.push_back(input ? work_[i].block.inputs[k] : work_[i].block.outputs[k]);
+        return commonType(values);
+      };
       for (size_t i = 0; i < b.inputs.size(); ++i) {
         auto* vi = g.add_input();
         vi->set_name(inNames[i]);
-        if (b.inputs[i]->type()) *vi->mutable_type() = *b.inputs[i]->type();
+        if (auto t = common(true, i)) *vi->mutable_type() = *t;
       }
       for (auto& n : nodes) *g.add_node() = std::move(n);
       for (size_t j = 0; j < b.outputs.size(); ++j) {
         auto* vi = g.add_output();
         vi->set_name(outNames[j]);
-        if (b.outputs[j]->type()) *vi->mutable_type() = *b.outputs[j]->type();
+        if (auto t = common(false, j)) *vi->mutable_type() = *t;
       }
       return;
     }
@@ -419,12 +616,17 @@ class OutlineRun {
       callee.set_type(onnx::AttributeProto::GRAPH);
       *callee.mutable_g() = group.body;
       rw_->setAttribute(call, std::move(callee));
-      if (w.ipu) {
-        onnx::AttributeProto ipu;
-        ipu.set_name(kIpu);
-        ipu.set_type(onnx::AttributeProto::INT);
-        ipu.set_i(*w.ipu);
-        rw_->setAttribute(call, ipu);
+      onnx::AttributeProto count;  // as PopART's Builder writes every Call
+      count.set_name("num_outputs");
+      count.set_type(onnx::AttributeProto::INT);
+      count.set_i(static_cast<int64_t>(b.outputs.size()));
+      rw_->setAttribute(call, count);
+      for (const auto& [key, value] : w.placement) {
+        onnx::AttributeProto a;
+        a.set_name(key);
+        a.set_type(onnx::AttributeProto::INT);
+        a.set_i(value);
+        rw_->setAttribute(call, a);
       }
       if (!scopeOpsets(*model_, g).count("ai.graphcore")) rw_->setOpsetImport(g, "ai.graphcore", 1);
     } else {
@@ -439,6 +641,8 @@ class OutlineRun {
   Rewriter* rw_;
   std::vector<Work> work_;
   std::vector<Group> groups_;
+  std::unordered_map<size_t, std::string> shapesOf_;        // group -> its blocks' static input shapes
+  std::unordered_map<size_t, size_t> nextWithSignature_;    // group -> next group with the same signature
 };
 
 class OutlinePass final : public Pass {
