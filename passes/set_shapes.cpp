@@ -255,4 +255,6 @@ std::unique_ptr<Pass> createSetShapesPass(SetShapesOptions options) {
   return std::make_unique<SetShapesPass>(std::move(options));
 }
 
+nlohmann::json inputShapesFromFlags(const std::vector<std::string>& values) { return inputShapes(values); }
+
 }  // namespace graphrw::passes

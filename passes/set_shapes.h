@@ -20,5 +20,7 @@ struct SetShapesOptions {
 };
 
 std::unique_ptr<Pass> createSetShapesPass(SetShapesOptions options);
+// --input NAME=D,D,... values (repeatable) -> {"NAME": [D, D, ...]}; Error(Usage) on a malformed one.
+nlohmann::json inputShapesFromFlags(const std::vector<std::string>& values);
 
 }  // namespace graphrw::passes

@@ -12,6 +12,9 @@ The .onnx files are checked in; the tests need no PyTorch.
                       and up: PyTorch exports triu from 14 on).
   resnet-opsetN.onnx  small ResNet-style conv net: conv, batch norm, residual,
                       global average pool, linear.
+  bert-functions-opsetN.onnx  the same BERT-style encoder (same weights) with
+                      each encoder layer a local function
+                      (export_modules_as_functions), opsets 15 and 17.
 All with a dynamic batch (and sequence) dimension, exported in eval mode.
 """
 import math
@@ -137,6 +140,18 @@ def main():
             torch.onnx.export(model, args, path, opset_version=opset, input_names=inputs, output_names=["output"],
                               dynamic_axes={**axes, "output": {0: "batch"}}, do_constant_folding=False)
             print(path, os.path.getsize(path))
+    args, inputs, axes = models["bert"][1:4]
+    for opset in (15, 17):
+        # A fresh module with the same weights: PyTorch 1.13 fails an internal
+        # assert exporting functions from a module it has exported before.
+        bert = Bert()
+        bert.load_state_dict(models["bert"][0].state_dict())
+        bert.eval()
+        path = os.path.join(HERE, f"bert-functions-opset{opset}.onnx")
+        torch.onnx.export(bert, args, path, opset_version=opset, input_names=inputs, output_names=["output"],
+                          dynamic_axes={**axes, "output": {0: "batch"}}, do_constant_folding=False,
+                          export_modules_as_functions={Layer})
+        print(path, os.path.getsize(path))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,205 @@
+#include "legalize.h"
+
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+#include "embedded.h"
+#include "error.h"
+#include "expand.h"
+#include "fold_pass.h"
+#include "graphcore_ops.h"
+#include "opset.h"
+#include "opsets.h"
+#include "popart.h"
+#include "popart_check.h"
+#include "replace.h"
+#include "set_shapes.h"
+
+namespace graphrw::passes {
+namespace {
+
+using namespace ir;
+using Kind = OptionSpec::Kind;
+
+// The target's data: what legalize does that is not code (schemas/targets/NAME.json).
+struct TargetData {
+  std::string file;
+  std::string text;
+  nlohmann::json json;
+};
+
+const TargetData& targetData(const std::string& target) {
+  static const TargetData popart = [] {
+    TargetData d;
+    d.file = "schemas/targets/popart.json";
+    d.text = std::string(embedded::file("targets/popart.json"));
+    d.json = nlohmann::json::parse(d.text);
+    return d;
+  }();
+  if (target != "popart") usageError("legalize: unknown target '" + target + "' (known: popart)");
+  return popart;
+}
+
+bool isOnnxDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+// Graph inputs with a dimension that is not a fixed positive number, as "'ids' [batch, 128]".
+std::vector<std::string> dynamicInputs(const Model& model) {
+  std::vector<std::string> out;
+  for (const auto& in : model.graph().inputs()) {
+    const Value* v = in.value;
+    if (v->isInitializer()) continue;
+    const onnx::TypeProto* t = v->type();
+    if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) {
+      out.push_back("'" + v->name() + "' (no shape)");
+      continue;
+    }
+    std::string dims;
+    bool dynamic = false;
+    for (const auto& d : t->tensor_type().shape().dim()) {
+      bool fixed = d.has_dim_value() && d.dim_value() > 0;
+      dynamic |= !fixed;
+      dims += (dims.empty() ? "" : ", ") + (fixed ? std::to_string(d.dim_value()) : d.has_dim_param() ? d.dim_param() : "?");
+    }
+    if (dynamic) out.push_back("'" + v->name() + "' [" + dims + "]");
+  }
+  return out;
+}
+
+class LegalizePass final : public Pass {
+ public:
+  explicit LegalizePass(LegalizeOptions options) : options_(std::move(options)) {
+    const TargetData& data = targetData(options_.target);
+    registerGraphcoreOps();  // the templates use ai.graphcore ops
+    RuleContext where{data.file, data.text, {}};
+    replace_ = replaceOptionsFromJson(data.json["replace"], where, "/replace");
+    replace_.quietNoMatch = true;  // the target's replacements apply to whatever a model has
+  }
+
+  std::string name() const override { return "legalize"; }
+
+  void run(Model& model, PassContext& context) const override {
+    Rewriter& rw = context.rewriter;
+    const TargetData& data = targetData(options_.target);
+    nlohmann::json steps = nlohmann::json::object();
+    auto step = [&](const char* name, std::unique_ptr<Pass> pass) {
+      PassContext sub{rw};
+      pass->run(model, sub);
+      steps[name] = std::move(sub.details);
+    };
+
+    // Local functions inlined (Call callees stay: PopART has Call), and
+    // functions nothing calls removed: PopART has no ModelProto.functions.
+    if (!model.functions().empty()) {
+      ExpandOptions e;
+      Selector call;
+      call.opType = "Call";
+      call.domain = "ai.graphcore";
+      e.exclude.any.push_back(call);
+      e.allowNoMatch = true;
+      step("expand", createExpandPass(std::move(e)));
+      std::vector<const Function*> left;
+      for (const auto& f : model.functions()) left.push_back(f.get());
+      for (const Function* f : left) rw.removeFunction(f);
+    }
+
+    // Dimension names a model does not use are skipped: one rule file serves
+    // exports that name their dimensions differently. Input names must exist.
+    std::set<std::string> dimNames;
+    for (const auto& in : model.graph().inputs())
+      if (const onnx::TypeProto* t = in.value->type(); t && t->has_tensor_type())
+        for (const auto& d : t->tensor_type().shape().dim())
+          if (d.has_dim_param()) dimNames.insert(d.dim_param());
+    SetShapesOptions shapes;
+    shapes.inputs = options_.inputs;
+    for (const auto& [name, value] : options_.dims)
+      if (dimNames.count(name)) shapes.dims[name] = value;
+    if (!shapes.inputs.empty() || !shapes.dims.empty()) step("set-shapes", createSetShapesPass(std::move(shapes)));
+    if (auto dynamic = dynamicInputs(model); !dynamic.empty()) {
+      std::string list;
+      for (const auto& d : dynamic) list += (list.empty() ? "" : ", ") + d;
+      usageError("legalize: " + options_.target + " needs static input shapes; give them with --input NAME=D,D,... or --dim NAME=N: " + list);
+    }
+
+    FoldOptions fold;
+    fold.maxBytes = options_.foldMaxBytes;
+    step("fold", createFoldPass(fold));
+    step("replace", createReplacePass(replace_));
+
+    int64_t opset = data.json.value("opset", 11);
+    auto from = model.opsetVersion("");
+    OpsetOptions o;
+    if (!from || *from < 6 || *from > opset) o.to = opset;
+    int64_t ir = data.json.value("ir_version", 6);
+    if (model.irVersion() > ir) o.irVersion = ir;
+    step("opset", createOpsetPass(o));
+    step("fold_after_opset", createFoldPass(fold));
+
+    // Imports of domains no node uses any more (an inlined function's).
+    ModelUsage usage = ModelUsage::of(model);
+    for (const auto& [domain, _] : model.opsetImports())
+      if (!isOnnxDomain(domain) && !usage.domains.count(domain)) rw.removeOpsetImport(model.graph(), domain);
+    if (usage.domains.count("ai.graphcore")) rw.setOpsetImport(model.graph(), "ai.graphcore", 1);
+
+    // Ops the steps inserted (adapters, templates) run where their data comes from.
+    if (size_t placed = popart::fillPlacement(rw, model.graph())) steps["placement_filled"] = placed;
+    context.details["target"] = options_.target;
+    context.details["steps"] = std::move(steps);
+    auto findings = popart::checkImport(model);
+    if (findings.empty()) return;
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& f : findings) list.push_back({{"check", f.check}, {"where", f.where}, {"message", f.message}});
+    context.details["findings"] = list;
+    std::string msg = "legalize: " + options_.target + " would refuse the result (" + std::to_string(findings.size()) +
+                      (findings.size() == 1 ? " finding" : " findings") + "): ";
+    for (size_t i = 0; i < findings.size() && i < 8; ++i)
+      msg += (i ? "; " : "") + findings[i].check + ": " + findings[i].where + ": " + findings[i].message;
+    if (findings.size() > 8) msg += "; and " + std::to_string(findings.size() - 8) + " more (graphrw validate --target popart lists all)";
+    fail(ExitCode::Unsupported, msg);
+  }
+
+ private:
+  LegalizeOptions options_;
+  ReplaceOptions replace_;
+};
+
+const RegisterPass registration{PassSpec{
+    .name = "legalize",
+    .summary = "Make a model what a target imports (popart: functions inlined, static shapes, opset 11, IR 6, PopART ops)",
+    .schema = "passes/legalize.schema.json",
+    .outputTag = "popart",
+    .options =
+        {
+            {.flags = "--target", .pointer = "/target", .kind = Kind::String, .help = "The runtime to legalize for",
+             .allowed = {"popart"}, .defaultValue = "popart"},
+            {.flags = "--input", .pointer = "/inputs", .kind = Kind::Pairs,
+             .help = "An input's whole shape: NAME=D,D,... (repeatable)", .convert = inputShapesFromFlags},
+            {.flags = "--dim", .pointer = "/dims", .kind = Kind::JsonPairs,
+             .help = "A symbolic dimension's value in every input: NAME=N (repeatable)"},
+            {.flags = "--fold-max-bytes", .pointer = "/fold_max_bytes", .kind = Kind::Integer,
+             .help = "Leave folded results over this many bytes alone", .defaultValue = "1048576"},
+        },
+    .examples =
+        {
+            "graphrw legalize bert.onnx --input input_ids=4,128 --input attention_mask=4,128",
+            "graphrw legalize model.onnx --dim batch=4 -o - | graphrw validate - --target popart",
+        },
+    .create = [](const nlohmann::json& entry, const RuleContext&, const std::string&) {
+      LegalizeOptions o;
+      o.target = entry.value("target", "popart");
+      if (entry.contains("inputs"))
+        for (const auto& [name, dims] : entry["inputs"].items()) o.inputs[name] = dims.get<std::vector<int64_t>>();
+      if (entry.contains("dims"))
+        for (const auto& [name, value] : entry["dims"].items()) o.dims[name] = value.get<int64_t>();
+      if (entry.contains("fold_max_bytes")) o.foldMaxBytes = entry["fold_max_bytes"].get<uint64_t>();
+      return createLegalizePass(std::move(o));
+    },
+}};
+
+}  // namespace
+
+std::unique_ptr<Pass> createLegalizePass(LegalizeOptions options) {
+  return std::make_unique<LegalizePass>(std::move(options));
+}
+
+}  // namespace graphrw::passes

@@ -1,0 +1,377 @@
+// legalize --target popart, and the PopART rules the other passes follow
+// (placement follows the data, checkpoints outside callees, outline shares
+// exactly when PopART may). The proof: PyTorch exports through
+// examples/popart.rules.json have no `validate --target popart` finding and,
+// with the ai.graphcore ops mapped back to standard ONNX (Calls inlined,
+// GroupNormalization by its definition), ONNX Runtime's outputs equal the
+// original's.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "checkpoint.h"
+#include "error.h"
+#include "expand.h"
+#include "helpers.h"
+#include "legalize.h"
+#include "loader.h"
+#include "outline.h"
+#include "pass_manager.h"
+#include "popart.h"
+#include "popart_check.h"
+#include "replace.h"
+#include "rules.h"
+#include "support.h"
+#include "writer.h"
+
+namespace fs = std::filesystem;
+using namespace graphrw;
+using namespace graphrw::test;
+
+namespace {
+
+fs::path pytorchDir() { return fs::path(GRAPHRW_SOURCE_DIR) / "tests" / "models" / "pytorch"; }
+
+std::string findingsText(const ir::Model& m) {
+  std::string s;
+  for (const auto& f : popart::checkImport(m)) s += f.check + ": " + f.where + ": " + f.message + "\n";
+  return s;
+}
+
+onnx::AttributeProto* attr(onnx::NodeProto& n, const std::string& name) {
+  for (auto& a : *n.mutable_attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+// Standard ONNX for ONNX Runtime: Calls inlined (graphrw's expand), each
+// ai.graphcore::GroupNormalization with num_groups 1 on a 2-D input by its
+// definition (normalize each row), checked to have unused Mean and Var.
+onnx::ModelProto mapBack(ir::Model& original) {
+  TempDir dir;
+  writeModel(original, (dir / "original.onnx").string());
+  auto model = loadModel((dir / "original.onnx").string());  // a copy: the caller's model stays as it is
+  PassManager pm;
+  pm.add(passes::createExpandPass({}));
+  pm.run(*model);
+  writeModel(*model, (dir / "m.onnx").string());
+  onnx::ModelProto m = readProto(dir / "m.onnx");
+  auto* g = m.mutable_graph();
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  int k = 0;
+  for (auto& n : *g->mutable_node()) {
+    if (n.domain() != "ai.graphcore") {
+      *nodes.Add() = n;
+      continue;
+    }
+    REQUIRE(n.op_type() == "GroupNormalization");
+    REQUIRE(attr(n, "num_groups")->i() == 1);
+    for (int o = 1; o < n.output_size(); ++o)
+      for (const auto& other : g->node())
+        for (const auto& in : other.input()) REQUIRE(in != n.output(o));
+    std::string p = "gn" + std::to_string(k++) + "/";
+    auto* eps = g->add_initializer();
+    eps->set_name(p + "eps");
+    eps->set_data_type(onnx::TensorProto::FLOAT);
+    eps->add_float_data(attr(n, "epsilon") ? attr(n, "epsilon")->f() : 1e-5f);
+    auto add = [&](const std::string& op, std::vector<std::string> in, const std::string& out, bool mean = false) {
+      auto* x = nodes.Add();
+      x->set_op_type(op);
+      for (auto& i : in) x->add_input(i);
+      x->add_output(out);
+      if (mean) {
+        auto* a = x->add_attribute();
+        a->set_name("axes");
+        a->set_type(onnx::AttributeProto::INTS);
+        a->add_ints(1);
+      }
+    };
+    add("ReduceMean", {n.input(0)}, p + "m", true);
+    add("Sub", {n.input(0), p + "m"}, p + "d");
+    add("Mul", {p + "d", p + "d"}, p + "sq");
+    add("ReduceMean", {p + "sq"}, p + "v", true);
+    add("Add", {p + "v", p + "eps"}, p + "ve");
+    add("Sqrt", {p + "ve"}, p + "sd");
+    add("Div", {p + "d", p + "sd"}, p + "n");
+    add("Mul", {p + "n", n.input(1)}, p + "ns");
+    add("Add", {p + "ns", n.input(2)}, n.output(0));
+  }
+  g->mutable_node()->Swap(&nodes);
+  for (int i = 0; i < m.opset_import_size(); ++i)
+    if (m.opset_import(i).domain() == "ai.graphcore") m.mutable_opset_import()->DeleteSubrange(i--, 1);
+  return m;
+}
+
+nlohmann::json runRules(ir::Model& model, const std::string& rulesPath) {
+  RuleFile rules = loadRules(rulesPath);
+  PassManager pm({true, std::nullopt, ""});
+  for (auto& p : rules.passes) pm.add(p);
+  return pm.run(model);
+}
+
+onnx::ModelProto writeAndRead(ir::Model& m) {
+  TempDir dir;
+  writeModel(m, (dir / "m.onnx").string());
+  return readProto(dir / "m.onnx");
+}
+
+}  // namespace
+
+TEST_CASE("legalize: PyTorch exports through examples/popart.rules.json import into PopART and keep the maths",
+          "[legalize][popart][pytorch]") {
+  std::string rules = (fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "popart.rules.json").string();
+  std::vector<std::string> names = {"bert-opset15",           "bert-opset17",           "bert-functions-opset15",
+                                    "bert-functions-opset17", "gpt-opset14",            "gpt-opset17",
+                                    "resnet-opset13",         "resnet-opset17"};
+  for (const auto& name : names) {
+    INFO(name);
+    fs::path path = pytorchDir() / (name + ".onnx");
+    REQUIRE(fs::exists(path));
+    auto original = readProto(path);
+    auto model = loadModel(path.string());
+    auto report = runRules(*model, rules);
+    INFO(report.dump());
+    INFO(findingsText(*model));
+    CHECK(popart::checkImport(*model).empty());
+    checkValid(*model);
+    CHECK(model->irVersion() == 6);
+    CHECK(model->opsetVersion("") == 11);
+    CHECK(model->functions().empty());
+    // Every encoder layer is a Call, with checkpoints on the Call outputs.
+    if (name.starts_with("bert") || name.starts_with("gpt")) {
+      size_t calls = 0, checkpoints = 0;
+      for (const auto& n : model->graph().nodes()) {
+        calls += n->opType() == "Call";
+        checkpoints += popart::isCheckpoint(*n);
+      }
+      CHECK(calls == 2);
+      CHECK(checkpoints >= 2);
+    }
+    auto mapped = mapBack(*model);
+    checkSameMaths(original, mapped, 1e-4, 40);
+  }
+}
+
+TEST_CASE("legalize: the bundled example goes all the way", "[legalize][popart]") {
+  fs::path example = fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "bert-tiny.onnx";
+  auto original = readProto(example);
+  auto model = loadModel(example.string());
+  auto report = runRules(*model, (fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "popart.rules.json").string());
+  INFO(findingsText(*model));
+  CHECK(popart::checkImport(*model).empty());
+  // One callee for both layers, checkpoints in the main graph on the Calls' outputs.
+  const auto& outline = report.is_array() ? report[3] : report["passes"][3];
+  CHECK(outline["distinct_bodies"] == 1);
+  size_t checkpoints = 0;
+  for (const auto& n : model->graph().nodes())
+    if (popart::isCheckpoint(*n)) {
+      ++checkpoints;
+      CHECK(n->input(0)->producer()->opType() == "Call");
+    }
+  CHECK(checkpoints == 2);
+  checkSameMaths(original, mapBack(*model), 1e-4, 2);
+}
+
+TEST_CASE("legalize: dynamic inputs and ops PopART lacks are errors naming them", "[legalize][popart]") {
+  auto dynamic = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[batch, 4] x, int64[batch, n] ids) => (float[batch, 4] y) { y = Relu(x) }
+)");
+  try {
+    runPass(dynamic, passes::createLegalizePass({}));
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::Usage);
+    CHECK_THAT(e.what(), Catch::Contains("'x' [batch, 4]") && Catch::Contains("'ids' [batch, n]"));
+  }
+  passes::LegalizeOptions shapes;
+  shapes.dims = {{"batch", 2}, {"n", 3}, {"unused", 7}};  // a name the model lacks is skipped
+  auto fixed = runPass(dynamic, passes::createLegalizePass(shapes));
+  CHECK(popart::checkImport(*fixed).empty());
+
+  auto nonzero = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[4] x) => (int64[1, 4] y) { y = NonZero(x) }
+)");
+  try {
+    runPass(nonzero, passes::createLegalizePass({}));
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::Unsupported);
+    CHECK_THAT(e.what(), Catch::Contains("op: the node producing 'y' (ai.onnx::NonZero): PopART has no NonZero op"));
+  }
+  // On constants it folds away.
+  auto folded = runPass(parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2] x) => (float[2] y) <float[3] c = {0.0, 1.0, 2.0}> {
+  nz = NonZero(c)
+  s = Shape(nz)
+  f = Cast <to = 1> (s)
+  y = Add(x, f)
+}
+)"),
+                        passes::createLegalizePass({}));
+  INFO(findingsText(*folded));
+  CHECK(popart::checkImport(*folded).empty());
+}
+
+TEST_CASE("legalize: the CLI writes nothing while findings remain", "[legalize][popart][cli]") {
+  TempDir dir;
+  writeProto(parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[4] x) => (int64[1, 4] y) { y = NonZero(x) }
+)"),
+             dir / "m.onnx");
+  auto r = run(graphrwBin() + " legalize " + (dir / "m.onnx").string() + " -o " + (dir / "out.onnx").string());
+  CHECK(r.status == 5);
+  CHECK_THAT(r.err, Catch::Contains("popart would refuse the result (1 finding)"));
+  CHECK_FALSE(fs::exists(dir / "out.onnx"));
+  auto ok = run(graphrwBin() + " legalize " + (pytorchDir() / "resnet-opset15.onnx").string() +
+                " --input pixels=1,3,16,16 -o " + (dir / "r.onnx").string());
+  CHECK(ok.status == 0);
+  CHECK(run(graphrwBin() + " validate --target popart " + (dir / "r.onnx").string()).status == 0);
+}
+
+TEST_CASE("popart placement: inserted ops take the placement of the op they follow or replace", "[popart][placement]") {
+  auto m = parseModel(R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[2, 4] x) => (float[2, 4] y) {
+  a = Relu <__ipu_number = 1, __pipeline_stage = 0> (x)
+  y = Sigmoid <__ipu_number = 1, __pipeline_stage = 0> (a)
+}
+)");
+  for (auto& n : *m.mutable_graph()->mutable_node()) n.set_name(n.op_type() == "Relu" ? "/block/relu" : "sig");
+  passes::CheckpointOptions ck;
+  ck.after = sel("scope=/block");
+  auto checkpointed = runPass(m, passes::createCheckpointPass(ck));
+  size_t found = 0;
+  for (const auto& n : checkpointed->graph().nodes())
+    if (popart::isCheckpoint(*n)) {
+      ++found;
+      REQUIRE(n->attribute("__ipu_number"));
+      CHECK(n->attribute("__ipu_number")->proto.i() == 1);
+      CHECK(n->attribute("__pipeline_stage")->proto.i() == 0);
+    }
+  CHECK(found == 1);
+  INFO(findingsText(*checkpointed));
+  CHECK(popart::checkImport(*checkpointed).empty());
+
+  // A template's ops run where the node they replace ran.
+  passes::ReplaceOptions rep;
+  passes::Replacement r;
+  r.select = sel("op_type=Sigmoid");
+  r.templ = passes::parseTemplate(R"(
+<domain: "t", opset_import: ["" : 11]>
+SigmoidByTanh (x) => (y) {
+  half = Constant <value = float {0.5}> ()
+  h = Mul (x, half)
+  t = Tanh (h)
+  u = Mul (t, half)
+  y = Add (u, half)
+}
+)",
+                                  "test");
+  rep.replacements.push_back(r);
+  auto replaced = runPass(m, passes::createReplacePass(rep));
+  INFO(findingsText(*replaced));
+  CHECK(popart::checkImport(*replaced).empty());
+  for (const auto& n : replaced->graph().nodes()) CHECK(n->attribute("__ipu_number"));
+}
+
+TEST_CASE("outline for PopART: weights through Identity, shape-like constants, unknown shapes, checkpoints",
+          "[outline][popart]") {
+  // Layer 1 reads layer 0's weight through an Identity, as PyTorch writes
+  // shared-valued parameters; both layers Reshape with a constant shape.
+  auto m = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, 6] x) => (float[2, 6] y) <float[6] w0 = {1.0, 2.0, 3.0, 4.0, 5.0, 6.0}, int64[2] s0 = {3, 4}, int64[2] s1 = {3, 4}, int64[2] back = {2, 6}> {
+  w1 = Identity(w0)
+  a0 = Mul(x, w0)
+  r0 = Reshape(a0, s0)
+  o0 = Reshape(r0, back)
+  a1 = Mul(o0, w1)
+  r1 = Reshape(a1, s1)
+  y = Reshape(r1, back)
+}
+)");
+  const char* names[] = {"w1", "/l.0/mul", "/l.0/r", "/l.0/back", "/l.1/mul", "/l.1/r", "/l.1/back"};
+  for (int i = 0; i < m.graph().node_size(); ++i) m.mutable_graph()->mutable_node(i)->set_name(names[i]);
+  passes::OutlineOptions o;
+  o.select = sel("scope=/l.*");
+  nlohmann::json report;
+  auto shared = runPass(m, passes::createOutlinePass(o), &report);
+  INFO(report.dump());
+  CHECK(report["distinct_bodies"] == 1);
+  CHECK(report["weight_identities_removed"] == 1);
+  INFO(findingsText(*shared));
+  CHECK(findingsText(*shared).find("callee-shape-operand") == std::string::npos);
+  checkSameMaths(m, mapBack(*shared));  // Calls inlined for ONNX Runtime
+
+  // A checkpoint pass selecting ops inside the callee leaves them alone (PopART never reads them there).
+  passes::CheckpointOptions ck;
+  ck.after = sel("op_type=Mul");
+  nlohmann::json ckReport;
+  auto afterCk = runPass(writeAndRead(*shared), passes::createCheckpointPass(ck), &ckReport);
+  INFO(ckReport.dump());
+  CHECK(ckReport["blocks_in_callees_skipped"].get<size_t>() >= 1);
+  CHECK(ckReport["checkpoints_added"] == 0);
+  for (const auto& f : popart::checkImport(*afterCk)) CHECK(f.check != "callee-checkpoint");
+
+  // The same with different reshape values: two callees, never one built with the first call's shape.
+  auto differ = m;
+  for (auto& t : *differ.mutable_graph()->mutable_initializer())
+    if (t.name() == "s1") {
+      t.clear_int64_data();
+      t.add_int64_data(4);
+      t.add_int64_data(3);
+    }
+  auto split = runPass(differ, passes::createOutlinePass(o), &report);
+  CHECK(report["distinct_bodies"] == 2);
+  for (const auto& f : popart::checkImport(*split)) CHECK(f.check != "callee-shape-operand");
+  checkSameMaths(differ, mapBack(*split));
+}
+
+TEST_CASE("outline for PopART: a symbolic input shape shares the callee, which declares the common type",
+          "[outline][popart]") {
+  auto m = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[N, 6] x, float[2, 6] z) => (float[N, 6] y0, float[2, 6] y1) {
+  a0 = Relu(x)
+  y0 = Sigmoid(a0)
+  a1 = Relu(z)
+  y1 = Sigmoid(a1)
+}
+)");
+  const char* names[] = {"/l.0/relu", "/l.0/sig", "/l.1/relu", "/l.1/sig"};
+  for (int i = 0; i < m.graph().node_size(); ++i) m.mutable_graph()->mutable_node(i)->set_name(names[i]);
+  passes::OutlineOptions o;
+  o.select = sel("scope=/l.*");
+  nlohmann::json report;
+  auto out = runPass(m, passes::createOutlinePass(o), &report);
+  INFO(report.dump());
+  CHECK(report["distinct_bodies"] == 1);
+  const ir::Node* call = nullptr;
+  for (const auto& n : out->graph().nodes())
+    if (n->opType() == "Call") call = n.get();
+  REQUIRE(call);
+  CHECK(call->attribute("num_outputs")->proto.i() == 1);
+  const auto& in = call->attribute("callee")->g->inputs().front().value->type()->tensor_type();
+  REQUIRE(in.shape().dim_size() == 2);
+  CHECK_FALSE(in.shape().dim(0).has_dim_value());  // N at one site, 2 at the other
+  CHECK(in.shape().dim(1).dim_value() == 6);
+  checkSameMaths(m, mapBack(*out));
+
+  // Two static shapes that differ do not share: PopART would build the body for the first.
+  auto twoStatic = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[3, 6] x, float[2, 6] z) => (float[3, 6] y0, float[2, 6] y1) {
+  a0 = Relu(x)
+  y0 = Sigmoid(a0)
+  a1 = Relu(z)
+  y1 = Sigmoid(a1)
+}
+)");
+  for (int i = 0; i < twoStatic.graph().node_size(); ++i) twoStatic.mutable_graph()->mutable_node(i)->set_name(names[i]);
+  runPass(twoStatic, passes::createOutlinePass(o), &report);
+  CHECK(report["distinct_bodies"] == 2);
+}
