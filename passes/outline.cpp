@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -162,8 +163,10 @@ class OutlineRun {
       auto blocks = findBlocks(*g, options_.select, &hits);
       if (blocks.empty()) continue;
       checkConvex(*g, blocks, "outline");
-      if (options_.mode != OutlineOptions::Mode::Attributes)
+      if (options_.mode != OutlineOptions::Mode::Attributes) {
         for (auto& b : blocks) detached += detachCheckpoints(*g, b);
+        hoisted_ += hoistShared(*g, blocks);
+      }
       for (auto& b : blocks) {
         if (b.nodes.empty()) continue;
         bool scoped = b.nodes.size() > 1 || (b.nodes.size() == 1 && b.key != b.nodes[0]->name());
@@ -173,6 +176,7 @@ class OutlineRun {
     clock.lap("blocks");
     requireMatches("outline", options_.select, hits, options_.allowNoMatch);
     if (detached) context.details["checkpoints_kept_outside"] = detached;
+    if (hoisted_) context.details["nodes_hoisted"] = hoisted_;
     context.matched = work_.size();
     context.details["blocks"] = work_.size();
     if (options_.mode != OutlineOptions::Mode::Attributes) {
@@ -265,6 +269,76 @@ class OutlineRun {
       rw_->eraseNode(n);
     }
     return aliases.size();
+  }
+
+  // PyTorch's exporter computes what every layer computes alike from graph
+  // inputs and constants (the attention mask's `(1 - mask) * -10000`) once, in
+  // the first layer, and the other layers read it from there: the first layer
+  // then holds ops the others do not, and they would not share a body. Nodes
+  // of a block that depend only on graph inputs, initializers and Constants,
+  // and that another block reads, move out of the block (with the same kind of
+  // nodes they need); the block reads their value as an input, like the others.
+  size_t hoistShared(Graph& g, std::vector<Block>& blocks) {
+    std::unordered_map<const Node*, size_t> blockOf;
+    for (size_t i = 0; i < blocks.size(); ++i)
+      for (const Node* n : blocks[i].nodes) blockOf[n] = i;
+    size_t hoisted = 0;
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      Block& b = blocks[i];
+      std::unordered_set<const Node*> invariant;  // computes from graph inputs, initializers, Constants only
+      for (const Node* n : b.nodes) {
+        bool yes = !n->inputs().empty() || (isDefaultDomain(n->domain()) && n->opType() == "Constant");
+        for (const Value* v : n->inputs()) {
+          if (!v || v->isSource()) continue;
+          const Node* p = v->producer();
+          bool constant = isDefaultDomain(p->domain()) && p->opType() == "Constant";
+          if (!constant && !invariant.count(p)) yes = false;
+        }
+        if (!n->subgraphs().empty()) yes = false;
+        if (yes) invariant.insert(n);
+      }
+      // Those another block reads, and the invariant nodes they need.
+      std::vector<const Node*> stack;
+      for (const Node* n : b.nodes) {
+        if (!invariant.count(n)) continue;
+        // Read by its own block and by another (directly, or through an
+        // Identity outside the blocks: a checkpoint on the value). A value only
+        // other blocks read is this block's output to the next layer, not a
+        // shared computation.
+        bool shared = false, own = false;
+        std::function<void(const Value*, int)> readers = [&](const Value* v, int depth) {
+          for (const Use& u : v->uses()) {
+            const Node* owner = ownerIn(g, u.node);
+            auto it = owner ? blockOf.find(owner) : blockOf.end();
+            if (it != blockOf.end()) {
+              shared |= it->second != i;
+              own |= it->second == i;
+            } else if (depth == 0 && owner == u.node && u.node->opType() == "Identity" && u.node->output(0)) {
+              readers(u.node->output(0), 1);
+            }
+          }
+        };
+        for (const Value* v : n->outputs())
+          if (v) readers(v, 0);
+        if (shared && own) stack.push_back(n);
+      }
+      std::unordered_set<const Node*> hoist;
+      while (!stack.empty()) {
+        const Node* n = stack.back();
+        stack.pop_back();
+        if (!hoist.insert(n).second) continue;
+        for (const Value* v : n->inputs())
+          if (v && v->producer() && invariant.count(v->producer())) stack.push_back(v->producer());
+      }
+      if (hoist.empty()) continue;
+      std::vector<Node*> kept;
+      for (Node* n : b.nodes)
+        if (!hoist.count(n)) kept.push_back(n);
+      b.nodes = std::move(kept);
+      fillBoundary(g, b);
+      hoisted += hoist.size();
+    }
+    return hoisted;
   }
 
   // A checkpoint on a block's output stays in the calling graph, reading the
@@ -410,6 +484,14 @@ class OutlineRun {
     bySignature.reserve(kept.size());
     for (size_t i : kept) {
       std::string sig = signature(work_[i].block);
+      // A block with an input of unknown type (inside a function body, where
+      // ONNX infers nothing) shares with nothing: its sizes cannot be compared.
+      // Unknown or symbolic dimensions of a known type do share.
+      for (Value* v : work_[i].block.inputs)
+        if (!v->type() || (v->type()->has_tensor_type() && !v->type()->tensor_type().elem_type())) {
+          sig += "#unknown-type-" + std::to_string(i);
+          break;
+        }
       // Blocks whose inputs have different static shapes do not share: PopART
       // would build the body for the first call's shapes only. A block whose
       // shapes are not all known joins the first group of its signature.
@@ -641,6 +723,7 @@ class OutlineRun {
   Rewriter* rw_;
   std::vector<Work> work_;
   std::vector<Group> groups_;
+  size_t hoisted_ = 0;
   std::unordered_map<size_t, std::string> shapesOf_;        // group -> its blocks' static input shapes
   std::unordered_map<size_t, size_t> nextWithSignature_;    // group -> next group with the same signature
 };
