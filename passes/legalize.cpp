@@ -11,6 +11,7 @@
 #include "graphcore_ops.h"
 #include "opset.h"
 #include "opsets.h"
+#include "pattern.h"
 #include "popart.h"
 #include "popart_check.h"
 #include "replace.h"
@@ -72,6 +73,16 @@ class LegalizePass final : public Pass {
     const TargetData& data = targetData(options_.target);
     registerGraphcoreOps();  // the templates use ai.graphcore ops
     RuleContext where{data.file, data.text, {}};
+    if (options_.gelu != "erf" && options_.gelu != "tanh")
+      usageError("legalize: gelu must be 'erf' or 'tanh', not '" + options_.gelu + "'");
+    const auto& patterns = data.json.value("patterns", nlohmann::json::array());
+    for (size_t i = 0; i < patterns.size(); ++i) {
+      const auto& p = patterns[i];
+      if (p.value("gelu", options_.gelu) != options_.gelu) continue;
+      std::string at = where.at("/patterns/" + std::to_string(i));
+      patterns_.emplace_back(parseTemplate(p["match"].get<std::string>(), at + "/match"),
+                             parseTemplate(p["replace"].get<std::string>(), at + "/replace"), at);
+    }
     replace_ = replaceOptionsFromJson(data.json["replace"], where, "/replace");
     replace_.quietNoMatch = true;  // the target's replacements apply to whatever a model has
   }
@@ -124,6 +135,10 @@ class LegalizePass final : public Pass {
     FoldOptions fold;
     fold.maxBytes = options_.foldMaxBytes;
     step("fold", createFoldPass(fold));
+    nlohmann::json rewritten = nlohmann::json::object();
+    for (const Pattern& p : patterns_)
+      if (size_t n = p.rewrite(model, rw, model.graph())) rewritten[p.name()] = rewritten.value(p.name(), 0) + n;
+    steps["patterns"] = rewritten;
     step("replace", createReplacePass(replace_));
 
     int64_t opset = data.json.value("opset", 11);
@@ -160,6 +175,7 @@ class LegalizePass final : public Pass {
 
  private:
   LegalizeOptions options_;
+  std::vector<Pattern> patterns_;
   ReplaceOptions replace_;
 };
 
@@ -176,6 +192,9 @@ const RegisterPass registration{PassSpec{
              .help = "An input's whole shape: NAME=D,D,... (repeatable)", .convert = inputShapesFromFlags},
             {.flags = "--dim", .pointer = "/dims", .kind = Kind::JsonPairs,
              .help = "A symbolic dimension's value in every input: NAME=N (repeatable)"},
+            {.flags = "--gelu", .pointer = "/gelu", .kind = Kind::String,
+             .help = "The erf-GELU chain as ai.graphcore::GeluErf (erf, exact) or ai.graphcore::Gelu (tanh, approximate)",
+             .allowed = {"erf", "tanh"}, .defaultValue = "erf"},
             {.flags = "--fold-max-bytes", .pointer = "/fold_max_bytes", .kind = Kind::Integer,
              .help = "Leave folded results over this many bytes alone", .defaultValue = "1048576"},
         },
@@ -192,6 +211,7 @@ const RegisterPass registration{PassSpec{
       if (entry.contains("dims"))
         for (const auto& [name, value] : entry["dims"].items()) o.dims[name] = value.get<int64_t>();
       if (entry.contains("fold_max_bytes")) o.foldMaxBytes = entry["fold_max_bytes"].get<uint64_t>();
+      o.gelu = entry.value("gelu", "erf");
       return createLegalizePass(std::move(o));
     },
 }};

@@ -21,6 +21,7 @@ struct LegalizeOptions {
   std::map<std::string, std::vector<int64_t>> inputs;  // input name -> its whole shape
   std::map<std::string, int64_t> dims;                 // symbolic dimension -> value
   uint64_t foldMaxBytes = 1 << 20;
+  std::string gelu = "erf";  // the erf-GELU chain as ai.graphcore::GeluErf (exact), or "tanh": ai.graphcore::Gelu
 };
 
 std::unique_ptr<Pass> createLegalizePass(LegalizeOptions options);

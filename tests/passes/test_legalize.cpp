@@ -64,6 +64,39 @@ onnx::ModelProto mapBack(ir::Model& original) {
       *nodes.Add() = n;
       continue;
     }
+    if (n.op_type() == "GeluErf" || n.op_type() == "Gelu") {
+      // GeluErf: x * 0.5 * (1 + erf(x / sqrt(2))); Gelu: x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
+      std::string p = "gelu" + std::to_string(k++) + "/";
+      auto scalar = [&](const std::string& name, float v) {
+        auto* t = g->add_initializer();
+        t->set_name(p + name);
+        t->set_data_type(onnx::TensorProto::FLOAT);
+        t->add_float_data(v);
+        return p + name;
+      };
+      auto op = [&](const std::string& type, std::vector<std::string> in, const std::string& out) {
+        auto* x = nodes.Add();
+        x->set_op_type(type);
+        for (auto& i : in) x->add_input(i);
+        x->add_output(out);
+      };
+      std::string x = n.input(0);
+      if (n.op_type() == "GeluErf") {
+        op("Div", {x, scalar("sqrt2", 1.41421356f)}, p + "d");
+        op("Erf", {p + "d"}, p + "e");
+      } else {
+        op("Mul", {x, x}, p + "x2");
+        op("Mul", {p + "x2", x}, p + "x3");
+        op("Mul", {p + "x3", scalar("c", 0.044715f)}, p + "cx3");
+        op("Add", {x, p + "cx3"}, p + "inner");
+        op("Mul", {p + "inner", scalar("k", 0.7978845608f)}, p + "d");
+        op("Tanh", {p + "d"}, p + "e");
+      }
+      op("Add", {p + "e", scalar("one", 1.0f)}, p + "a");
+      op("Mul", {x, p + "a"}, p + "m");
+      op("Mul", {p + "m", scalar("half", 0.5f)}, n.output(0));
+      continue;
+    }
     REQUIRE(n.op_type() == "GroupNormalization");
     REQUIRE(attr(n, "num_groups")->i() == 1);
     for (int o = 1; o < n.output_size(); ++o)
@@ -151,6 +184,10 @@ TEST_CASE("legalize: PyTorch exports through examples/popart.rules.json import i
       const auto& passes = report.is_array() ? report : report["passes"];
       CHECK(passes[3]["pass"] == "outline");
       CHECK(passes[3]["distinct_bodies"] == 1);
+      // Both layers' erf-GELU chains became ai.graphcore::GeluErf.
+      size_t gelus = 0;
+      for (const auto& [pattern, n] : passes[0]["steps"]["patterns"].items()) gelus += n.get<size_t>();
+      CHECK(gelus == 2);
     }
     auto mapped = mapBack(*model);
     checkSameMaths(original, mapped, 1e-4, 40);
@@ -379,4 +416,73 @@ g (float[3, 6] x, float[2, 6] z) => (float[3, 6] y0, float[2, 6] y1) {
   for (int i = 0; i < twoStatic.graph().node_size(); ++i) twoStatic.mutable_graph()->mutable_node(i)->set_name(names[i]);
   runPass(twoStatic, passes::createOutlinePass(o), &report);
   CHECK(report["distinct_bodies"] == 2);
+}
+
+TEST_CASE("legalize --gelu tanh: the erf-GELU chain becomes ai.graphcore::Gelu (1e-3 of the exact form)",
+          "[legalize][popart][pytorch]") {
+  fs::path path = pytorchDir() / "bert-opset17.onnx";
+  auto original = readProto(path);
+  passes::LegalizeOptions o;
+  o.dims = {{"batch", 2}, {"sequence", 8}};
+  o.gelu = "tanh";
+  nlohmann::json report;
+  auto model = runPass(original, passes::createLegalizePass(o), &report);
+  INFO(report.dump());
+  size_t gelu = 0, erf = 0;
+  for (const auto& n : model->graph().nodes()) {
+    gelu += n->opType() == "Gelu" && n->domain() == "ai.graphcore";
+    erf += n->opType() == "Erf";
+  }
+  CHECK(gelu == 2);
+  CHECK(erf == 0);
+  CHECK(popart::checkImport(*model).empty());
+  checkSameMaths(original, mapBack(*model), 1e-3, 40);
+  CHECK_THROWS_WITH(passes::createLegalizePass({.gelu = "sigmoid"}), Catch::Contains("gelu must be 'erf' or 'tanh'"));
+}
+
+TEST_CASE("legalize: the three erf-GELU forms become ai.graphcore::GeluErf with the same outputs", "[legalize][popart]") {
+  // PyTorch's nn.functional.gelu, Hugging Face's x * 0.5 * (1 + erf(x / sqrt 2)),
+  // and the form multiplying by 1/sqrt 2; a near miss (0.6 for 0.5) stays.
+  auto m = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, 4] x) => (float[2, 4] y1, float[2, 4] y2, float[2, 4] y3, float[2, 4] y4) {
+  s = Constant <value = float {1.4142135}> ()
+  one = Constant <value = float {1.0}> ()
+  half = Constant <value = float {0.5}> ()
+  r = Constant <value = float {0.70710678}> ()
+  near = Constant <value = float {0.6}> ()
+  d1 = Div (x, s)
+  e1 = Erf (d1)
+  a1 = Add (e1, one)
+  m1 = Mul (x, a1)
+  y1 = Mul (m1, half)
+  h2 = Mul (x, half)
+  d2 = Div (x, s)
+  e2 = Erf (d2)
+  a2 = Add (one, e2)
+  y2 = Mul (h2, a2)
+  d3 = Mul (x, r)
+  e3 = Erf (d3)
+  a3 = Add (e3, one)
+  m3 = Mul (a3, x)
+  y3 = Mul (half, m3)
+  d4 = Div (x, s)
+  e4 = Erf (d4)
+  a4 = Add (e4, one)
+  m4 = Mul (x, a4)
+  y4 = Mul (m4, near)
+}
+)");
+  nlohmann::json report;
+  auto out = runPass(m, passes::createLegalizePass({}), &report);
+  INFO(report.dump());
+  size_t gelu = 0, erf = 0;
+  for (const auto& n : out->graph().nodes()) {
+    gelu += n->opType() == "GeluErf";
+    erf += n->opType() == "Erf";
+  }
+  CHECK(gelu == 3);
+  CHECK(erf == 1);
+  CHECK(popart::checkImport(*out).empty());
+  checkSameMaths(m, mapBack(*out), 1e-5);
 }
