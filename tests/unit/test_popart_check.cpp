@@ -397,3 +397,20 @@ g (float[N] x) => (float[N] y) { y = Relu(x) }
   // Without --target the model is valid ONNX.
   CHECK(test::run(test::graphrwBin() + " validate " + (dir / "m.onnx").string()).status == 0);
 }
+
+TEST_CASE("popart: replace writes DynamicSlice with 'sizes' as PopART's factory reads it", "[popart][cli]") {
+  test::TempDir dir;
+  test::writeProto(test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[4, 8] x, int32[1] o) => (float[1, 8] y) { y = Gather(x, o) }
+)"),
+                   dir / "m.onnx");
+  std::string replace = test::graphrwBin() + " replace " + (dir / "m.onnx").string() +
+                        " --select op_type=Gather --with ai.graphcore::DynamicSlice --set axes=[0]";
+  auto ok = test::run(replace + " --set sizes=[1] -o " + (dir / "ok.onnx").string());
+  CHECK(ok.status == 0);
+  CHECK(test::run(test::graphrwBin() + " validate " + (dir / "ok.onnx").string()).status == 0);
+  auto old = test::run(replace + " --set size=[1] -o " + (dir / "old.onnx").string());
+  CHECK(old.status == 2);
+  CHECK_THAT(old.err, Catch::Contains("has no attribute 'size' (did you mean 'sizes'?)"));
+}
