@@ -72,7 +72,7 @@ def io_bench(args, out):
                                "--seq", "128", "--batch", "1"])
     size = os.path.getsize(model)
     warm(model)
-    outputs = [os.path.join(out, n) for n in ("copy.onnx", "converted.onnx", "expanded.onnx", "opset11.onnx")]
+    outputs = [os.path.join(out, n) for n in ("copy.onnx", "converted.onnx", "expanded.onnx", "opset11.onnx", "popart.onnx")]
 
     def fresh():
         # Each command writes a new file (as a batch conversion into an empty folder
@@ -87,6 +87,8 @@ def io_bench(args, out):
         "expand": [g, "-q", "expand", model, "-o", outputs[2]],
         # issue 13: down to opset 11 (functions converted with the model, types from call sites)
         "opset 11": [g, "-q", "opset", model, "--to", "11", "-o", outputs[3]],
+        # issue 14: the whole PopART preparation (legalize, Dropout, checkpoint, outline per layer)
+        "popart rules": [g, "-q", "run", os.path.join(ROOT, "examples", "popart.rules.json"), model, "-o", outputs[4]],
     }, g), args.runs, before=fresh)
     base = res["cp"]["median_s"]
     return {"model": "bert-base (12 layers, hidden 768, embedded weights)" + (", outputs replaced" if args.overwrite else ", fresh outputs"), "bytes": size,
