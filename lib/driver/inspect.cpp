@@ -44,6 +44,7 @@ struct Counts {
   size_t subgraphs = 0;
   json checkpoints = json::array();  // {"node", "value"}
   size_t recompute = 0;
+  std::map<int64_t, size_t> perStage, perIpu;  // ops (subgraphs included) per __pipeline_stage / __ipu_number
 };
 
 void countGraph(const Model& model, Graph& g, Counts& c, bool isSub) {
@@ -55,6 +56,8 @@ void countGraph(const Model& model, Graph& g, Counts& c, bool isSub) {
       c.calls[{n->domain(), n->opType(), n->overload()}]++;
     for (const auto& a : n->attributes())
       if (a.name().starts_with("__")) c.popart[{a.name(), attributeTypeName(a.type())}]++;
+    for (auto [key, counts] : {std::pair{"__pipeline_stage", &c.perStage}, {"__ipu_number", &c.perIpu}})
+      if (const Attribute* a = n->attribute(key); a && a->type() == onnx::AttributeProto::INT) (*counts)[a->proto.i()]++;
     if (popart::isCheckpoint(*n))
       c.checkpoints.push_back({{"node", n->name()}, {"value", n->input(0) ? n->input(0)->name() : ""}});
     else if (popart::recomputeType(*n) == popart::kRecompute)
@@ -144,6 +147,10 @@ json inspectModel(Model& model) {
   for (const auto& [key, n] : popart) pa.push_back({{"name", key.first}, {"type", key.second}, {"count", n}});
   j["popart_attributes"] = pa;
   j["recomputation"] = {{"checkpoints", main.checkpoints}, {"recompute_marked", main.recompute}};
+  json stages = json::object(), ipus = json::object();
+  for (const auto& [s, n] : main.perStage) stages[std::to_string(s)] = n;
+  for (const auto& [i, n] : main.perIpu) ipus[std::to_string(i)] = n;
+  j["placement"] = {{"nodes_per_stage", stages}, {"nodes_per_ipu", ipus}};
   return j;
 }
 
@@ -185,6 +192,17 @@ std::string renderInspection(const json& j) {
     os << "  " << cp["value"].get<std::string>() << " (node " << cp["node"].get<std::string>()
        << (cp.contains("function") ? ", in " + cp["function"].get<std::string>() : std::string()) << ")\n";
   os << "recompute marks: " << rc["recompute_marked"].get<size_t>() << "\n";
+  const auto& pl = j["placement"];
+  if (!pl["nodes_per_stage"].empty() || !pl["nodes_per_ipu"].empty()) {
+    os << "placement:\n";
+    auto numeric = [](const json& counts) {  // JSON orders keys as text: "10" before "2"
+      std::map<int64_t, size_t> m;
+      for (const auto& [k, n] : counts.items()) m[std::stoll(k)] = n.get<size_t>();
+      return m;
+    };
+    for (const auto& [s, n] : numeric(pl["nodes_per_stage"])) os << "  stage " << s << ": " << n << " nodes\n";
+    for (const auto& [i, n] : numeric(pl["nodes_per_ipu"])) os << "  ipu " << i << ": " << n << " nodes\n";
+  }
   return os.str();
 }
 

@@ -1,0 +1,316 @@
+#include "place.h"
+
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <map>
+#include <functional>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "error.h"
+#include "writer.h"
+
+namespace graphrw::passes {
+namespace {
+
+using namespace ir;
+using Kind = OptionSpec::Kind;
+
+constexpr const char* kStage = "__pipeline_stage";
+constexpr const char* kIpu = "__ipu_number";
+
+onnx::AttributeProto intAttribute(const char* name, int64_t value) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INT);
+  a.set_i(value);
+  return a;
+}
+
+class PlaceRun {
+ public:
+  PlaceRun(const PlaceOptions& options, Model& model, Rewriter& rw) : options_(options), model_(model), rw_(rw) {}
+
+  void run(PassContext& context) {
+    Graph& g = model_.graph();
+    std::vector<Node*> nodes;
+    for (const auto& n : g.nodes()) nodes.push_back(n.get());
+    std::unordered_map<const Node*, size_t> stage;
+
+    if (options_.stages.empty()) {
+      for (Node* n : nodes) stage[n] = 0;
+    } else {
+      // Stage i holds what its selectors match; a node two stages match is an error.
+      std::vector<size_t> matched(options_.stages.size(), 0);
+      for (Node* n : nodes)
+        for (size_t i = 0; i < options_.stages.size(); ++i) {
+          if (!options_.stages[i].matches(*n)) continue;
+          auto [it, fresh] = stage.emplace(n, i);
+          if (!fresh && it->second != i)
+            usageError("place: " + nodeLabel(*n) + " is matched by stage " + std::to_string(it->second) + " ('" +
+                       options_.stages[it->second].str() + "') and by stage " + std::to_string(i) + " ('" +
+                       options_.stages[i].str() + "')");
+          ++matched[i];
+        }
+      for (size_t i = 0; i < matched.size(); ++i)
+        if (!matched[i])
+          reportNoMatch("place", "stage " + std::to_string(i) + ": selector '" + options_.stages[i].str() + "' matched no node",
+                        options_.allowNoMatch);
+      // A matched node may not read from a later stage.
+      for (Node* n : nodes) {
+        auto it = stage.find(n);
+        if (it == stage.end()) continue;
+        for (const Value* v : n->inputs()) {
+          if (!v || !v->producer()) continue;
+          auto p = stage.find(v->producer());
+          if (p != stage.end() && p->second > it->second)
+            usageError("place: " + nodeLabel(*n) + " in stage " + std::to_string(it->second) + " reads '" + v->name() +
+                       "' from " + nodeLabel(*v->producer()) + " in the later stage " + std::to_string(p->second));
+        }
+      }
+      follow(nodes, stage);
+      // What following the data gave must not read backwards either: an
+      // unmatched node that follows a late producer but feeds an earlier stage.
+      for (Node* n : nodes)
+        for (const Value* v : n->inputs()) {
+          if (!v || !v->producer() || v->producer()->graph() != &g) continue;
+          size_t from = stage.at(v->producer()), to = stage.at(n);
+          if (from > to)
+            usageError("place: " + nodeLabel(*n) + " in stage " + std::to_string(to) + " reads '" + v->name() +
+                       "' from " + nodeLabel(*v->producer()) + ", which follows its data into the later stage " +
+                       std::to_string(from) + "; select it into a stage");
+        }
+    }
+
+    size_t stages = std::max<size_t>(options_.stages.size(), 1);
+    std::vector<int64_t> ipus = options_.ipus;
+    if (ipus.empty())
+      for (size_t i = 0; i < stages; ++i) ipus.push_back(static_cast<int64_t>(i));
+    if (ipus.size() != stages)
+      usageError("place: " + std::to_string(ipus.size()) + " IPUs given for " + std::to_string(stages) + " stage" +
+                 (stages == 1 ? "" : "s"));
+
+    std::map<int64_t, size_t> perStage, perIpu;
+    size_t written = 0;
+    for (Node* n : nodes) {
+      size_t s = stage.at(n);
+      int64_t ipu = ipus[s];
+      perStage[static_cast<int64_t>(s)]++;
+      perIpu[ipu]++;
+      written += place(n, s, ipu);
+    }
+    nlohmann::json byStage = nlohmann::json::object(), byIpu = nlohmann::json::object();
+    if (options_.pipeline && !options_.stages.empty())
+      for (const auto& [s, c] : perStage) byStage[std::to_string(s)] = c;
+    for (const auto& [i, c] : perIpu) byIpu[std::to_string(i)] = c;
+    if (options_.pipeline && !options_.stages.empty()) context.details["nodes_per_stage"] = byStage;
+    context.details["nodes_per_ipu"] = byIpu;
+    context.details["attributes_written"] = written;
+    if (renamedCallees_) context.details["callees_split_by_placement"] = renamedCallees_;
+    context.matched = stage.size();
+  }
+
+ private:
+  // Unmatched nodes follow their data: the latest stage among their producers;
+  // nodes with no placed producer (constants, shape computations on graph
+  // inputs) take the earliest stage among their consumers; what is left
+  // (nothing reads it) goes to stage 0.
+  void follow(const std::vector<Node*>& nodes, std::unordered_map<const Node*, size_t>& stage) {
+    std::vector<Node*> left;
+    for (Node* n : nodes) {
+      if (stage.count(n)) continue;
+      std::optional<size_t> latest;
+      for (const Value* v : n->inputs())
+        if (v && v->producer())
+          if (auto it = stage.find(v->producer()); it != stage.end() && (!latest || it->second > *latest)) latest = it->second;
+      if (latest) stage[n] = *latest;
+      else left.push_back(n);
+    }
+    for (auto it = left.rbegin(); it != left.rend(); ++it) {
+      Node* n = *it;
+      std::optional<size_t> first;
+      for (const Value* v : n->outputs()) {
+        if (!v) continue;
+        for (const Use& u : v->uses()) {
+          const Node* owner = u.node;
+          while (owner && owner->graph() != &model_.graph()) owner = owner->graph()->parentNode();
+          if (!owner) continue;
+          if (auto s = stage.find(owner); s != stage.end() && (!first || s->second < *first)) first = s->second;
+        }
+      }
+      stage[n] = first.value_or(0);
+    }
+  }
+
+  // Writes the placement on n and on every node inside its subgraphs; returns attributes changed.
+  size_t place(Node* n, size_t stage, int64_t ipu) {
+    size_t changed = 0;
+    auto set = [&](const char* key, int64_t value) {
+      const Attribute* a = n->attribute(key);
+      if (a && a->type() == onnx::AttributeProto::INT && a->proto.i() == value) return;
+      rw_.setAttribute(n, intAttribute(key, value));
+      ++changed;
+    };
+    set(kIpu, ipu);
+    bool stages = options_.pipeline && !options_.stages.empty();
+    if (stages) set(kStage, static_cast<int64_t>(stage));
+    if (n->opType() == "Call" && n->domain() == "ai.graphcore" && n->attribute("callee") && n->attribute("callee")->g)
+      return changed + placeCallee(n, stage, ipu, stages);
+    n->forEachSubgraph([&](Graph& sub) {
+      std::vector<Node*> inner;
+      for (const auto& m : sub.nodes()) inner.push_back(m.get());
+      for (Node* m : inner) changed += place(m, stage, ipu);
+    });
+    return changed;
+  }
+
+  // A callee runs where its Call runs, and PopART identifies a callee by its
+  // name: Calls sharing one but placed differently get a callee each
+  // (`<name>_stage<S>`, or `<name>_ipu<I>` without stages).
+  size_t placeCallee(Node* call, size_t stage, int64_t ipu, bool stages) {
+    onnx::NodeProto proto = nodeToProto(*call);
+    onnx::AttributeProto* callee = nullptr;
+    for (auto& a : *proto.mutable_attribute())
+      if (a.name() == "callee") callee = &a;
+    onnx::GraphProto& body = *callee->mutable_g();
+    const std::string base = body.name();
+    std::pair<int64_t, int64_t> key{stages ? static_cast<int64_t>(stage) : -1, ipu};
+    auto [first, fresh] = calleePlacement_.emplace(base, key);
+    std::string name = base;
+    if (!fresh && first->second != key) {
+      name = base + (stages ? "_stage" + std::to_string(stage) : "_ipu" + std::to_string(ipu));
+      for (int k = 2; takenNames_.count(name) && renamed_[name] != key; ++k)
+        name = base + (stages ? "_stage" : "_ipu") + std::to_string(stages ? static_cast<int64_t>(stage) : ipu) + "_" + std::to_string(k);
+      renamed_[name] = key;
+    }
+    takenNames_.insert(name);
+    size_t changed = 0;
+    std::function<void(onnx::GraphProto&)> mark = [&](onnx::GraphProto& g) {
+      for (auto& node : *g.mutable_node()) {
+        for (auto [k, v] : {std::pair<const char*, int64_t>{kIpu, ipu}, {kStage, static_cast<int64_t>(stage)}}) {
+          if (k == std::string(kStage) && !stages) continue;
+          onnx::AttributeProto* a = nullptr;
+          for (auto& x : *node.mutable_attribute())
+            if (x.name() == k) a = &x;
+          if (a && a->type() == onnx::AttributeProto::INT && a->i() == v) continue;
+          if (!a) a = node.add_attribute();
+          *a = intAttribute(k, v);
+          ++changed;
+        }
+        for (auto& a : *node.mutable_attribute()) {
+          if (a.has_g()) mark(*a.mutable_g());
+          for (auto& sub : *a.mutable_graphs()) mark(sub);
+        }
+      }
+    };
+    mark(body);
+    if (name != base) {
+      body.set_name(name);
+      ++renamedCallees_;
+    }
+    if (changed || name != base) rw_.setAttribute(call, *callee);
+    return changed;
+  }
+
+  const PlaceOptions& options_;
+  Model& model_;
+  Rewriter& rw_;
+ public:
+  size_t renamedCallees_ = 0;
+ private:
+  std::map<std::string, std::pair<int64_t, int64_t>> calleePlacement_;  // callee name -> (stage, ipu) of its first Call
+  std::map<std::string, std::pair<int64_t, int64_t>> renamed_;
+  std::set<std::string> takenNames_;
+};
+
+class PlacePass final : public Pass {
+ public:
+  explicit PlacePass(PlaceOptions options) : options_(std::move(options)) {}
+  std::string name() const override { return "place"; }
+  void run(Model& model, PassContext& context) const override { PlaceRun(options_, model, context.rewriter).run(context); }
+
+ private:
+  const PlaceOptions options_;
+};
+
+// --stage 'SEL|SEL' (repeatable, one per stage) -> [[{...}, {...}], ...]
+nlohmann::json stagesFromFlags(const std::vector<std::string>& values) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& text : values) {
+    nlohmann::json alternatives = nlohmann::json::array();
+    size_t start = 0;
+    while (true) {
+      size_t bar = text.find('|', start);
+      std::string part = text.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
+      alternatives.push_back(Selector::parse(part).toJson());
+      if (bar == std::string::npos) break;
+      start = bar + 1;
+    }
+    stages.push_back(alternatives.size() == 1 ? alternatives[0] : alternatives);
+  }
+  return stages;
+}
+
+nlohmann::json ipusFromFlags(const std::vector<std::string>& values) {
+  nlohmann::json ipus = nlohmann::json::array();
+  for (const auto& t : values) {
+    if (t.empty()) continue;
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (ec != std::errc() || end != t.data() + t.size() || v < 0)
+      usageError("--ipus '" + t + "': expected IPU numbers, e.g. 0,1,1,2");
+    ipus.push_back(v);
+  }
+  return ipus;
+}
+
+const RegisterPass registration{PassSpec{
+    .name = "place",
+    .summary = "Pipeline stages and IPUs by selectors; other nodes follow their data (__pipeline_stage, __ipu_number)",
+    .schema = "passes/place.schema.json",
+    .outputTag = "placed",
+    .options =
+        {
+            {.flags = "--stage", .pointer = "/stages", .kind = Kind::Selectors,
+             .help = "One stage, in order: a selector, or several separated by '|' (repeat per stage)",
+             .convert = stagesFromFlags},
+            {.flags = "--ipus", .pointer = "/ipus", .kind = Kind::List,
+             .help = "The IPU of each stage (default: stage i on IPU i); without --stage, one IPU for all",
+             .convert = ipusFromFlags},
+            {.flags = "--no-pipeline", .pointer = "/pipeline", .kind = Kind::NoFlag,
+             .help = "Write only __ipu_number (sharding), no __pipeline_stage"},
+            {.flags = "--allow-no-match", .pointer = "/allow_no_match", .kind = Kind::Flag,
+             .help = "A stage matching nothing is a warning, not an error"},
+        },
+    .examples =
+        {
+            "graphrw place bert.onnx --stage 'scope=/embeddings/|scope=/encoder/layer.0/' --stage 'scope=/encoder/layer.1/' --ipus 0,1",
+            "graphrw place model.onnx --ipus 0",
+        },
+    .create = [](const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
+      PlaceOptions o;
+      auto at = [&](const std::string& p) { return where.at(p); };
+      if (entry.contains("stages"))
+        for (size_t i = 0; i < entry["stages"].size(); ++i)
+          o.stages.push_back(SelectorSet::fromJson(entry["stages"][i], at, pointer + "/stages/" + std::to_string(i)));
+      if (entry.contains("ipus")) o.ipus = entry["ipus"].get<std::vector<int64_t>>();
+      o.pipeline = entry.value("pipeline", true);
+      o.allowNoMatch = entry.value("allow_no_match", false);
+      if (o.stages.empty() && o.ipus.size() > 1)
+        usageError(where.at(pointer + "/ipus") + ": without stages, give one IPU (every op goes there)");
+      if (o.stages.empty() && o.ipus.empty())
+        usageError(where.at(pointer) + ": place needs stages (--stage) or one IPU (--ipus)");
+      if (!o.stages.empty() && !o.ipus.empty() && o.ipus.size() != o.stages.size())
+        usageError(where.at(pointer + "/ipus") + ": " + std::to_string(o.ipus.size()) + " IPUs for " +
+                   std::to_string(o.stages.size()) + " stages");
+      return createPlacePass(std::move(o));
+    },
+}};
+
+}  // namespace
+
+std::unique_ptr<Pass> createPlacePass(PlaceOptions options) { return std::make_unique<PlacePass>(std::move(options)); }
+
+}  // namespace graphrw::passes

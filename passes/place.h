@@ -1,0 +1,29 @@
+// place: pipeline stages and IPUs by layer names (the seed's
+// `pipeline_stages` and `pipeline_device_mapping`). Stage i holds the nodes
+// its selectors match; every other node follows its data (the latest stage
+// among its producers; constants and shape computations take their first
+// consumer's); the result is all-or-none, one IPU per stage, stages never
+// decreasing along the data. `__pipeline_stage` and `__ipu_number` (INT) go on
+// every node of the main graph and every node inside its subgraphs (a Call's
+// callee runs where its Call runs).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "pass.h"
+#include "selector.h"
+
+namespace graphrw::passes {
+
+struct PlaceOptions {
+  std::vector<SelectorSet> stages;
+  std::vector<int64_t> ipus;  // per stage (default: stage i on IPU i); without stages: one IPU for all
+  bool pipeline = true;       // false: only __ipu_number (sharding)
+  bool allowNoMatch = false;
+};
+
+std::unique_ptr<Pass> createPlacePass(PlaceOptions options);
+
+}  // namespace graphrw::passes

@@ -1,0 +1,170 @@
+// place: pipeline stages by selectors, the rest following the data.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "error.h"
+#include "helpers.h"
+#include "loader.h"
+#include "pass_manager.h"
+#include "place.h"
+#include "popart_check.h"
+#include "rules.h"
+#include "support.h"
+#include "writer.h"
+
+namespace fs = std::filesystem;
+using namespace graphrw;
+using namespace graphrw::test;
+
+namespace {
+
+std::optional<int64_t> intAttr(const ir::Node& n, const char* key) {
+  const ir::Attribute* a = n.attribute(key);
+  if (!a || a->type() != onnx::AttributeProto::INT) return std::nullopt;
+  return a->proto.i();
+}
+
+// "SEL|SEL": the alternatives of one stage.
+SelectorSet alternatives(const std::string& text) {
+  SelectorSet set;
+  size_t start = 0;
+  while (true) {
+    size_t bar = text.find('|', start);
+    set.any.push_back(Selector::parse(text.substr(start, bar == std::string::npos ? std::string::npos : bar - start)));
+    if (bar == std::string::npos) break;
+    start = bar + 1;
+  }
+  return set;
+}
+
+passes::PlaceOptions stages(std::vector<std::string> perStage, std::vector<int64_t> ipus = {}) {
+  passes::PlaceOptions o;
+  for (const auto& s : perStage) o.stages.push_back(alternatives(s));
+  o.ipus = std::move(ipus);
+  return o;
+}
+
+const char* kChain = R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[2, 3] x) => (float[2, 3] y) {
+  c = Constant <value = float {2.0}> ()
+  a = Mul (x, c)
+  b = Relu (a)
+  d = Tanh (b)
+  y = Sigmoid (d)
+}
+)";
+
+onnx::ModelProto chain() {
+  auto m = parseModel(kChain);
+  const char* names[] = {"/const", "/l0/mul", "/l0/relu", "/l1/tanh", "/head/sigmoid"};
+  for (int i = 0; i < m.graph().node_size(); ++i) m.mutable_graph()->mutable_node(i)->set_name(names[i]);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("place: matched nodes in their stage, the rest following the data; idempotent", "[place]") {
+  auto options = stages({"scope=/l0/", "scope=/l1/|scope=/head/"}, {0, 1});
+  nlohmann::json report;
+  auto m = runPass(chain(), passes::createPlacePass(options), &report);
+  INFO(report.dump());
+  std::map<std::string, std::pair<int64_t, int64_t>> want = {
+      {"/const", {0, 0}}, {"/l0/mul", {0, 0}}, {"/l0/relu", {0, 0}}, {"/l1/tanh", {1, 1}}, {"/head/sigmoid", {1, 1}}};
+  for (const auto& n : m->graph().nodes()) {
+    INFO(n->name());
+    CHECK(intAttr(*n, "__pipeline_stage") == want[n->name()].first);
+    CHECK(intAttr(*n, "__ipu_number") == want[n->name()].second);
+  }
+  CHECK(report["nodes_per_stage"]["0"] == 3);
+  CHECK(report["nodes_per_ipu"]["1"] == 2);
+  CHECK(popart::checkImport(*m).empty());
+  // Again on its own output: the same bytes.
+  TempDir dir;
+  writeModel(*m, (dir / "once.onnx").string());
+  auto again = runPass(readProto(dir / "once.onnx"), passes::createPlacePass(options), &report);
+  writeModel(*again, (dir / "twice.onnx").string());
+  CHECK(readFile(dir / "once.onnx") == readFile(dir / "twice.onnx"));
+  CHECK(report["attributes_written"] == 0);
+  auto shown = run(graphrwBin() + " inspect " + (dir / "once.onnx").string());
+  CHECK_THAT(shown.out, Catch::Contains("placement:\n  stage 0: 3 nodes\n  stage 1: 2 nodes\n  ipu 0: 3 nodes\n  ipu 1: 2 nodes"));
+}
+
+TEST_CASE("place: unmatched nodes follow their latest producer, or their first consumer", "[place]") {
+  auto m = parseModel(R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[2, 3] x, float[2, 3] z) => (float[2, 3] y) {
+  a = Relu (x)
+  b = Tanh (z)
+  s = Add (a, b)
+  y = Sigmoid (s)
+}
+)");
+  const char* names[] = {"/l0/relu", "/l1/tanh", "/add", "/out"};
+  for (int i = 0; i < m.graph().node_size(); ++i) m.mutable_graph()->mutable_node(i)->set_name(names[i]);
+  auto out = runPass(m, passes::createPlacePass(stages({"scope=/l0/", "scope=/l1/"})));
+  for (const auto& n : out->graph().nodes()) {
+    INFO(n->name());
+    int64_t want = n->name() == "/l0/relu" ? 0 : 1;  // Add reads stages 0 and 1: the later; Sigmoid follows it
+    CHECK(intAttr(*n, "__pipeline_stage") == want);
+    CHECK(intAttr(*n, "__ipu_number") == want);  // default: stage i on IPU i
+  }
+}
+
+TEST_CASE("place: errors name the selector, the node and the edge", "[place]") {
+  CHECK_THROWS_WITH(runPass(chain(), passes::createPlacePass(stages({"scope=/l0/", "scope=/nothing/"}))),
+                    Catch::Contains("stage 1: selector 'scope=/nothing/' matched no node"));
+  CHECK_THROWS_WITH(runPass(chain(), passes::createPlacePass(stages({"scope=/l0/", "op_type=Relu"}))),
+                    Catch::Contains("is matched by stage 0 ('scope=/l0/') and by stage 1 ('op_type=Relu')"));
+  // The head before the layer it reads: an edge from a later stage.
+  CHECK_THROWS_WITH(runPass(chain(), passes::createPlacePass(stages({"scope=/head/", "scope=/l0/"}))),
+                    Catch::Contains("node '/head/sigmoid' (ai.onnx::Sigmoid) in stage 0 reads 'd' from node '/l1/tanh'"));
+  CHECK_THROWS_WITH(runPass(chain(), passes::createPlacePass(stages({"scope=/l0/"}, {0, 1}))),
+                    Catch::Contains("2 IPUs given for 1 stage"));
+}
+
+TEST_CASE("place: sharding writes only __ipu_number; one IPU for all", "[place]") {
+  auto o = stages({"scope=/l0/", "scope=/l1/|scope=/head/"}, {0, 1});
+  o.pipeline = false;
+  auto m = runPass(chain(), passes::createPlacePass(o));
+  for (const auto& n : m->graph().nodes()) {
+    CHECK_FALSE(n->attribute("__pipeline_stage"));
+    CHECK(n->attribute("__ipu_number"));
+  }
+  passes::PlaceOptions one;
+  one.ipus = {3};
+  auto all = runPass(chain(), passes::createPlacePass(one));
+  for (const auto& n : all->graph().nodes()) CHECK(intAttr(*n, "__ipu_number") == 3);
+}
+
+TEST_CASE("place: after the PopART rule file, Calls and their callees are placed consistently", "[place][popart]") {
+  fs::path path = fs::path(GRAPHRW_SOURCE_DIR) / "tests" / "models" / "pytorch" / "bert-opset17.onnx";
+  auto model = loadModel(path.string());
+  PassManager pm({true, std::nullopt, ""});
+  for (auto& p : loadRules((fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "popart.rules.json").string()).passes) pm.add(p);
+  pm.add(passes::createPlacePass(stages({"scope=/words/|scope=/positions/|scope=/ln/|scope=/layers.0", "scope=/layers.1"}, {0, 1})));
+  auto report = pm.run(*model);
+  INFO(report.dump());
+  size_t calls = 0;
+  for (const auto& n : model->graph().nodes()) {
+    if (n->opType() != "Call") continue;
+    ++calls;
+    int64_t want = n->name() == "/layers.0" ? 0 : 1;
+    CHECK(intAttr(*n, "__pipeline_stage") == want);
+    for (const auto& inner : n->attribute("callee")->g->nodes()) {
+      CHECK(intAttr(*inner, "__pipeline_stage") == want);
+      CHECK(intAttr(*inner, "__ipu_number") == want);
+    }
+  }
+  CHECK(calls == 2);
+  // One callee per placement: PopART runs a callee where its Call runs, and knows callees by name.
+  std::set<std::string> callees;
+  for (const auto& n : model->graph().nodes())
+    if (n->opType() == "Call") callees.insert(n->attribute("callee")->g->residual().name());
+  CHECK(callees == std::set<std::string>{"layers", "layers_stage1"});
+  std::string findings;
+  for (const auto& f : popart::checkImport(*model)) findings += f.check + ": " + f.where + ": " + f.message + "\n";
+  INFO(findings);
+  CHECK(findings.empty());
+}
