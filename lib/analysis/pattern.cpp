@@ -12,6 +12,7 @@
 #include "error.h"
 #include "fold.h"
 #include "inliner.h"
+#include "opsets.h"
 #include "popart.h"
 
 namespace graphrw {
@@ -85,14 +86,14 @@ std::optional<HostTensor> constantOf(const Value* v) {
 
 }  // namespace
 
-struct Pattern::Binding {
-  std::map<std::string, Value*> values;  // pattern value -> graph value
-  std::map<int, Node*> nodes;            // pattern node -> graph node
-  std::set<const Node*> used;
-};
-
-Pattern::Pattern(onnx::FunctionProto match, onnx::FunctionProto replacement, std::string where)
-    : match_(std::move(match)), replacement_(std::move(replacement)), where_(std::move(where)) {
+Pattern::Pattern(onnx::FunctionProto match, onnx::FunctionProto replacement, std::string where,
+                 PatternConstraints constraints)
+    : match_(std::move(match)), replacement_(std::move(replacement)), where_(std::move(where)),
+      constraints_(std::move(constraints)) {
+  for (const auto* list : {&constraints_.weights, &constraints_.constants})
+    for (const auto& name : *list)
+      if (std::find(match_.input().begin(), match_.input().end(), name) == match_.input().end())
+        usageError(where_ + ": constraint names '" + name + "', which is not an input of the match");
   if (match_.node_size() == 0) usageError(where_ + ": the match has no node");
   if (match_.output_size() == 0) usageError(where_ + ": the match has no output");
   if (match_.input_size() != replacement_.input_size() || match_.output_size() != replacement_.output_size())
@@ -109,7 +110,7 @@ Pattern::Pattern(onnx::FunctionProto match, onnx::FunctionProto replacement, std
 Pattern::~Pattern() = default;
 Pattern::Pattern(Pattern&&) noexcept = default;
 
-bool Pattern::matchInput(const std::string& pv, Value* value, Binding& b) const {
+bool Pattern::matchInput(const std::string& pv, Value* value, PatternMatch& b) const {
   if (!value) return pv.empty();
   for (const auto& formal : match_.input())
     if (formal == pv) {
@@ -138,7 +139,7 @@ bool Pattern::matchInput(const std::string& pv, Value* value, Binding& b) const 
   return false;
 }
 
-bool Pattern::matchNode(int p, Node* node, Binding& b) const {
+bool Pattern::matchNode(int p, Node* node, PatternMatch& b) const {
   if (auto it = b.nodes.find(p); it != b.nodes.end()) return it->second == node;
   if (b.used.count(node)) return false;
   const auto& pn = match_.node(p);
@@ -154,7 +155,7 @@ bool Pattern::matchNode(int p, Node* node, Binding& b) const {
   b.used.insert(node);
   for (int k = 0; k < pn.output_size(); ++k) b.values[pn.output(k)] = node->output(static_cast<size_t>(k));
   auto tryOrder = [&](const std::vector<size_t>& order) {
-    Binding saved = b;
+    PatternMatch saved = b;
     for (size_t i = 0; i < order.size(); ++i)
       if (!matchInput(pn.input(static_cast<int>(i)), node->input(order[i]), b)) {
         b = std::move(saved);
@@ -165,48 +166,128 @@ bool Pattern::matchNode(int p, Node* node, Binding& b) const {
   std::vector<size_t> order(node->inputs().size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   if (tryOrder(order)) return true;
-  if (commutative(pn.domain(), pn.op_type()) && order.size() == 2 && tryOrder({1, 0})) return true;
+  if (constraints_.commutative && commutative(pn.domain(), pn.op_type()) && order.size() == 2 && tryOrder({1, 0}))
+    return true;
   b.nodes.erase(p);
   b.used.erase(node);
   for (int k = 0; k < pn.output_size(); ++k) b.values.erase(pn.output(k));
   return false;
 }
 
-size_t Pattern::rewrite(Model& model, Rewriter& rw, Graph& g) const {
-  const auto& anchor = match_.node(anchor_);
+// Pattern nodes the anchor does not reach (the other outputs of a
+// multi-output match, e.g. k and v beside q) are looked for forward: an
+// unbound pattern node reading a bound pattern value is tried on each reader
+// of that value with its op type, with backtracking.
+bool Pattern::matchRest(PatternMatch& b) const {
+  for (int i = 0; i < match_.node_size(); ++i) {
+    const auto& pn = match_.node(i);
+    if (b.nodes.count(i) || (pn.op_type() == "Constant" && sameDomain(pn.domain(), ""))) continue;
+    for (int k = 0; k < pn.input_size(); ++k) {
+      auto bound = b.values.find(pn.input(k));
+      if (bound == b.values.end() || !bound->second) continue;
+      std::vector<Node*> candidates;
+      for (const Use& u : bound->second->uses())
+        if (u.node->opType() == pn.op_type() && !b.used.count(u.node) &&
+            std::find(candidates.begin(), candidates.end(), u.node) == candidates.end())
+          candidates.push_back(u.node);
+      for (Node* c : candidates) {
+        PatternMatch saved = b;
+        if (matchNode(i, c, b) && matchRest(b)) return true;
+        b = std::move(saved);
+      }
+      return false;  // this node reads a bound value but no reader matches
+    }
+  }
+  // Every node is bound, or the unbound ones read nothing bound (not connected: unsupported).
+  for (int i = 0; i < match_.node_size(); ++i) {
+    const auto& pn = match_.node(i);
+    if (!b.nodes.count(i) && !(pn.op_type() == "Constant" && sameDomain(pn.domain(), ""))) return false;
+  }
+  return true;
+}
+
+bool Pattern::complete(PatternMatch& b) const {
   std::set<std::string> outputs(match_.output().begin(), match_.output().end());
-  std::vector<Binding> matches;
-  std::unordered_set<const Node*> taken;
+  for (const auto& formal : match_.input())
+    if (!b.values.count(formal)) return false;
+  for (const auto& out : match_.output())
+    if (!b.values.count(out) || !b.values[out]) return false;
+  for (const auto& w : constraints_.weights) {
+    const Value* v = b.values[w];
+    if (!v->isInitializer() || v->isGraphInput()) return false;
+  }
+  for (const auto& c : constraints_.constants)
+    if (!constantOf(b.values[c])) return false;
+  // Values between matched nodes are read by matched nodes only.
+  std::unordered_set<const Node*> members;
+  for (const auto& [_, m] : b.nodes) members.insert(m);
+  for (const auto& [p, m] : b.nodes) {
+    for (int k = 0; k < match_.node(p).output_size(); ++k) {
+      if (outputs.count(match_.node(p).output(k))) continue;
+      const Value* v = m->output(static_cast<size_t>(k));
+      if (!v) continue;
+      if (v->graphOutputCount() > 0) return false;
+      for (const Use& u : v->uses())
+        if (!members.count(u.node)) return false;
+    }
+    // Outputs of matched nodes the pattern does not name must be unused.
+    for (size_t k = static_cast<size_t>(match_.node(p).output_size()); k < m->outputs().size(); ++k)
+      if (const Value* v = m->output(k); v && (!v->uses().empty() || v->graphOutputCount() > 0)) return false;
+  }
+  return true;
+}
+
+std::vector<PatternMatch> Pattern::find(Graph& g, std::set<const Node*>& taken) const {
+  const auto& anchor = match_.node(anchor_);
+  std::vector<PatternMatch> matches;
   for (const auto& np : g.nodes()) {
     Node* n = np.get();
     if (n->opType() != anchor.op_type() || taken.count(n)) continue;
-    Binding b;
-    for (const Node* t : taken) b.used.insert(t);
-    if (!matchNode(anchor_, n, b)) continue;
-    bool complete = b.values.size() >= static_cast<size_t>(match_.input_size());
-    for (const auto& formal : match_.input()) complete &= b.values.count(formal) > 0;
-    for (const auto& out : match_.output()) complete &= b.values.count(out) && b.values[out];
-    // Values between matched nodes are read by matched nodes only.
-    std::unordered_set<const Node*> members;
-    for (const auto& [_, m] : b.nodes) members.insert(m);
-    for (const auto& [p, m] : b.nodes)
-      for (int k = 0; k < match_.node(p).output_size() && complete; ++k) {
-        if (outputs.count(match_.node(p).output(k))) continue;
-        const Value* v = m->output(static_cast<size_t>(k));
-        if (!v) continue;
-        if (v->graphOutputCount() > 0) complete = false;
-        for (const Use& u : v->uses()) complete &= members.count(u.node) > 0;
-      }
-    // Outputs of matched nodes the pattern does not name must be unused.
-    for (const auto& [p, m] : b.nodes)
-      for (size_t k = static_cast<size_t>(match_.node(p).output_size()); k < m->outputs().size() && complete; ++k)
-        if (const Value* v = m->output(k); v && (!v->uses().empty() || v->graphOutputCount() > 0)) complete = false;
-    if (!complete) continue;
+    PatternMatch b;
+    b.used.insert(taken.begin(), taken.end());
+    if (!matchNode(anchor_, n, b) || !matchRest(b) || !complete(b)) continue;
     for (const auto& [_, m] : b.nodes) taken.insert(m);
     matches.push_back(std::move(b));
   }
-  if (matches.empty()) return 0;
+  return matches;
+}
+
+size_t Pattern::rewrite(Model& model, Rewriter& rw, Graph& g) const {
+  std::set<const Node*> taken;
+  auto matches = find(g, taken);
+  apply(model, rw, g, matches);
+  return matches.size();
+}
+
+std::vector<Node*> Pattern::apply(Model& model, Rewriter& rw, Graph& g, std::vector<PatternMatch>& matches) const {
+  std::vector<Node*> created;
+  if (matches.empty()) return created;
   auto body = buildFunction(model, replacement_);
+  // The replacement's ops must mean the same at the version the graph
+  // imports: a body written for another ai.onnx version is converted (ONNX's
+  // version converter) when its ops differ between the two.
+  auto scope = scopeOpsets(model, g);
+  for (const auto& op : replacement_.opset_import()) {
+    auto it = scope.find(op.domain());
+    if (it == scope.end()) {
+      rw.setOpsetImport(g, op.domain(), op.version());  // a domain the graph did not use yet (ai.graphcore)
+      continue;
+    }
+    if (it->second == op.version()) continue;
+    auto differ = differingOps(body->body(), op.domain(), op.version(), it->second);
+    if (differ.empty()) continue;
+    std::string list;
+    for (const auto& d : differ) list += (list.empty() ? "" : ", ") + d;
+    if (!op.domain().empty() && op.domain() != "ai.onnx")
+      usageError(where_ + ": the replacement imports " + op.domain() + " " + std::to_string(op.version()) +
+                 ", the graph " + std::to_string(it->second) + ", and " + list + " differ between them");
+    try {
+      body = convertFunction(model, *body, op.version(), it->second);
+    } catch (const std::exception& e) {
+      usageError(where_ + ": the replacement imports ai.onnx " + std::to_string(op.version()) + ", the graph " +
+                 std::to_string(it->second) + " (" + list + " differ) and converting it failed: " + e.what());
+    }
+  }
   size_t index = 0;
   for (const auto& np : g.nodes()) np->scratch = ++index;  // graph order, for the matched (original) nodes
   for (auto& b : matches) {
@@ -237,6 +318,7 @@ size_t Pattern::rewrite(Model& model, Rewriter& rw, Graph& g) const {
     for (Node* m : erase) rw.eraseNode(m);
     auto result = inlineBody(rw, call, body->body(), AttributeEnv{}, prefix);
     popart::applyPlacement(rw, result.created, placement);
+    created.insert(created.end(), result.created.begin(), result.created.end());
     for (Value* v : constants) {
       if (!v->uses().empty() || v->graphOutputCount() > 0) continue;
       if (Node* p = v->producer()) {
@@ -246,7 +328,10 @@ size_t Pattern::rewrite(Model& model, Rewriter& rw, Graph& g) const {
       }
     }
   }
-  return matches.size();
+  // A replacement sits after the last node of its match; readers of a match
+  // output that came before that node move after it.
+  rw.sortTopologically(g);
+  return created;
 }
 
 }  // namespace graphrw

@@ -12,7 +12,9 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,27 +23,53 @@
 
 namespace graphrw {
 
+struct PatternConstraints {
+  std::vector<std::string> weights;    // match inputs that must be initializers (not graph inputs)
+  std::vector<std::string> constants;  // match inputs that must be constants (initializers or Constant outputs)
+  bool commutative = true;             // Add and Mul match with their inputs in either order
+};
+
+// One match: pattern value -> graph value, pattern node -> graph node.
+struct PatternMatch {
+  std::map<std::string, ir::Value*> values;
+  std::map<int, ir::Node*> nodes;
+  std::set<const ir::Node*> used;
+};
+
 class Pattern {
  public:
   // Throws Error(Usage) prefixed with `where` when the match is not usable
-  // (no node, an output not produced by a node, a formal unused).
-  Pattern(onnx::FunctionProto match, onnx::FunctionProto replacement, std::string where);
+  // (no node, an output not produced by a node, arities that differ, a
+  // constraint naming no input).
+  Pattern(onnx::FunctionProto match, onnx::FunctionProto replacement, std::string where,
+          PatternConstraints constraints = {});
   ~Pattern();
   Pattern(Pattern&&) noexcept;
 
   const std::string& name() const { return match_.name(); }
+  const std::string& where() const { return where_; }
+  // The graph node a match bound to the pattern node producing the first output.
+  const ir::Node* anchor(const PatternMatch& m) const { return m.nodes.at(anchor_); }
 
-  // Rewrites every match in `g` (not its subgraphs); returns how many.
+  // The matches in `g` (not its subgraphs): complete, non-overlapping, in
+  // graph order of the node producing the first output. `taken`: nodes other
+  // patterns matched already, left alone (and extended with these matches').
+  std::vector<PatternMatch> find(ir::Graph& g, std::set<const ir::Node*>& taken) const;
+  // Replaces the matches; returns the nodes the replacements created.
+  std::vector<ir::Node*> apply(ir::Model& model, ir::Rewriter& rw, ir::Graph& g, std::vector<PatternMatch>& matches) const;
+  // find + apply; returns how many matches.
   size_t rewrite(ir::Model& model, ir::Rewriter& rw, ir::Graph& g) const;
 
  private:
-  struct Binding;
-  bool matchNode(int patternNode, ir::Node* node, Binding& b) const;
-  bool matchInput(const std::string& patternValue, ir::Value* value, Binding& b) const;
+  bool matchNode(int patternNode, ir::Node* node, PatternMatch& b) const;
+  bool matchInput(const std::string& patternValue, ir::Value* value, PatternMatch& b) const;
+  bool matchRest(PatternMatch& b) const;
+  bool complete(PatternMatch& b) const;
 
   onnx::FunctionProto match_, replacement_;
   std::string where_;
-  int anchor_ = -1;  // the node producing the match's (first) output
+  PatternConstraints constraints_;
+  int anchor_ = -1;  // the node producing the match's first output
 };
 
 }  // namespace graphrw

@@ -29,4 +29,10 @@ void checkSameMaths(const onnx::ModelProto& before, const onnx::ModelProto& afte
 // graphrw validate finds nothing (checker, strict shape inference, verifier, PopART attribute types).
 void checkValid(ir::Model& m);
 
+// Standard ONNX for ONNX Runtime from a model with PopART ops: Calls inlined
+// (graphrw's expand), ai.graphcore::GroupNormalization (num_groups 1, 2-D,
+// unused Mean and Var), GeluErf and Gelu by their definitions. `original` is
+// left as it is.
+onnx::ModelProto mapBack(ir::Model& original);
+
 }  // namespace graphrw::test

@@ -5,8 +5,9 @@
 // command and the equivalent one-pass rule file write the same bytes, and
 // change the model. A case names its model ("model": a path below the
 // repository, or "model_text": ONNX's textual syntax as a list of lines), an
-// optional "prepare" command run on it first, the command's "args" and the
-// equivalent "rule".
+// optional "prepare" command run on it first, optional "files" written beside
+// the rule file ("{dir}" in args is their folder), the command's "args" and
+// the equivalent "rule".
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -106,8 +107,15 @@ TEST_CASE("every registered pass has a schema, a subcommand, docs and a case its
         REQUIRE(prepared.status == 0);
         input = dir / "input.onnx";
       }
+      // Files the case needs beside the rule file ("files": {name: JSON}); "{dir}" in args is their folder.
+      if (c.contains("files"))
+        for (const auto& [name, content] : c["files"].items()) graphrw::test::writeFile(dir / name, content.dump(2));
       std::string cmd = graphrw::test::graphrwBin() + " " + spec->name + " " + q(input);
-      for (const auto& a : c["args"]) cmd += " " + q(a.get<std::string>());
+      for (const auto& a : c["args"]) {
+        std::string arg = a.get<std::string>();
+        if (auto at = arg.find("{dir}"); at != std::string::npos) arg.replace(at, 5, dir.path().string());
+        cmd += " " + q(arg);
+      }
       auto byCommand = run(cmd + " -o " + q(dir / "command.onnx"));
       INFO(cmd << "\n" << byCommand.err);
       REQUIRE(byCommand.status == 0);

@@ -1,0 +1,141 @@
+#include "pattern_pass.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <set>
+
+#include "error.h"
+#include "graphcore_ops.h"
+#include "replace.h"
+#include "text_file.h"
+#include "weights.h"
+
+namespace graphrw::passes {
+namespace {
+
+using namespace ir;
+using Kind = OptionSpec::Kind;
+
+constexpr uintmax_t kMaxRulesBytes = 4 << 20;
+
+class PatternPass final : public Pass {
+ public:
+  explicit PatternPass(PatternOptions options) : options_(std::move(options)) {
+    registerGraphcoreOps();
+    for (const auto& r : options_.rules) patterns_.emplace_back(r.match, r.replace, r.where, r.constraints);
+  }
+  std::string name() const override { return "pattern"; }
+
+  void run(Model& model, PassContext& context) const override {
+    Rewriter& rw = context.rewriter;
+    WeightFolder weights(rw);
+    std::vector<Graph*> graphs;
+    model.walkGraphs([&](Graph& g) { graphs.push_back(&g); });
+    std::map<Graph*, std::set<const Node*>> taken;
+    nlohmann::json rules = nlohmann::json::array();
+    std::vector<Node*> created;
+    size_t total = 0;
+    for (const Pattern& p : patterns_) {
+      size_t count = 0;
+      nlohmann::json at = nlohmann::json::array();
+      for (Graph* g : graphs) {
+        auto matches = p.find(*g, taken[g]);
+        // What was matched, for --dry-run: the node producing each match's first output.
+        for (const auto& m : matches) at.push_back(nodeLabel(*p.anchor(m)));
+        count += matches.size();
+        auto made = p.apply(model, rw, *g, matches);
+        created.insert(created.end(), made.begin(), made.end());
+        // Nodes the replacements made may be matched by later rules.
+        for (Node* n : made) taken[g].erase(n);
+      }
+      if (!count) reportNoMatch("pattern", p.where() + ": rule '" + p.name() + "' matched nothing", options_.allowNoMatch);
+      rules.push_back({{"rule", p.name()}, {"matched", count}, {"at", at}});
+      total += count;
+    }
+    if (options_.fold) weights.fold(created);
+    size_t pruned = pruneUnusedInitializers(rw, weights.pruneCandidates());
+    context.matched = total;
+    context.details["rules"] = rules;
+    context.details["weights_folded"] = weights.folded();
+    context.details["initializers_created"] = weights.initializersCreated();
+    context.details["initializers_removed"] = pruned;
+  }
+
+ private:
+  PatternOptions options_;
+  std::vector<Pattern> patterns_;
+};
+
+PatternRule ruleFromJson(const nlohmann::json& r, const std::string& where) {
+  PatternRule rule;
+  rule.where = where;
+  rule.match = parseTemplate(r["match"].get<std::string>(), where + "/match");
+  rule.replace = parseTemplate(r["replace"].get<std::string>(), where + "/replace");
+  rule.constraints.weights = r.value("weights", std::vector<std::string>{});
+  rule.constraints.constants = r.value("constants", std::vector<std::string>{});
+  rule.constraints.commutative = r.value("commutative", true);
+  return rule;
+}
+
+PatternOptions optionsFromJson(const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
+  PatternOptions o;
+  o.allowNoMatch = entry.value("allow_no_match", false);
+  o.fold = entry.value("fold", true);
+  if (entry.contains("rules")) {
+    for (size_t i = 0; i < entry["rules"].size(); ++i)
+      o.rules.push_back(ruleFromJson(entry["rules"][i], where.at(pointer + "/rules/" + std::to_string(i))));
+    return o;
+  }
+  std::filesystem::path file = entry["rules_file"].get<std::string>();
+  if (file.is_relative()) file = where.baseDir() / file;
+  std::string at = where.at(pointer + "/rules_file");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) usageError(at + ": " + file.string() + " is not a regular file");
+  if (std::filesystem::file_size(file, ec) > kMaxRulesBytes) usageError(at + ": " + file.string() + " is too large");
+  auto j = nlohmann::json::parse(readTextFile(file.string(), "pattern rules file"), nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("rules") || !j["rules"].is_array() || j["rules"].empty())
+    usageError(at + ": " + file.string() + " is not JSON of the form {\"rules\": [{\"match\": ..., \"replace\": ...}, ...]}");
+  for (size_t i = 0; i < j["rules"].size(); ++i) {
+    const auto& r = j["rules"][i];
+    std::string rw = file.string() + ": /rules/" + std::to_string(i);
+    if (!r.is_object() || !r.contains("match") || !r.contains("replace") || !r["match"].is_string() || !r["replace"].is_string())
+      usageError(rw + ": a rule needs \"match\" and \"replace\" (ONNX functions as text)");
+    o.rules.push_back(ruleFromJson(r, rw));
+  }
+  return o;
+}
+
+const RegisterPass registration{PassSpec{
+    .name = "pattern",
+    .summary = "Declarative multi-node rewrites: match graphs and replacements in ONNX's textual syntax",
+    .schema = "passes/pattern.schema.json",
+    .outputTag = "patterned",
+    .options =
+        {
+            {.flags = "--rules", .pointer = "/rules_file", .kind = Kind::String,
+             .help = "A JSON file {\"rules\": [{\"match\": TEXT, \"replace\": TEXT, \"weights\": [...]}, ...]}",
+             .required = true},
+            {.flags = "--allow-no-match", .pointer = "/allow_no_match", .kind = Kind::Flag,
+             .help = "A rule matching nothing is a warning, not an error"},
+            {.flags = "--no-fold", .pointer = "/fold", .kind = Kind::NoFlag,
+             .help = "Do not fold replacement ops on weights into initializers"},
+        },
+    .examples =
+        {
+            "graphrw pattern model.onnx --rules gelu.json",
+            "graphrw pattern model.onnx --rules qkv.json --dry-run --report -",
+        },
+    .create = [](const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
+      return createPatternPass(optionsFromJson(entry, where, pointer));
+    },
+}};
+
+}  // namespace
+
+std::unique_ptr<Pass> createPatternPass(PatternOptions options) {
+  if (options.rules.empty()) usageError("pattern needs at least one rule");
+  return std::make_unique<PatternPass>(std::move(options));
+}
+
+}  // namespace graphrw::passes

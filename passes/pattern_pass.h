@@ -1,0 +1,33 @@
+// pattern: declarative multi-node rewrites. Each rule is a small match graph
+// and a replacement, both ONNX functions in textual syntax (lib/analysis/
+// pattern.h says how they match), with constraints: which match inputs must
+// be weights (initializers) or constants, and whether Add/Mul match in either
+// order. Rules apply in order, matches never overlap, and replacement ops
+// that compute only from weights (Concat, Transpose, ...) are folded into new
+// initializers at rewrite time, a weight shared by several matches once.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pass.h"
+#include "pattern.h"
+
+namespace graphrw::passes {
+
+struct PatternRule {
+  std::string where;  // names the rule in messages
+  onnx::FunctionProto match, replace;
+  PatternConstraints constraints;
+};
+
+struct PatternOptions {
+  std::vector<PatternRule> rules;
+  bool allowNoMatch = false;  // a rule matching nothing is a warning, not an error
+  bool fold = true;           // fold replacement ops on weights into initializers
+};
+
+std::unique_ptr<Pass> createPatternPass(PatternOptions options);
+
+}  // namespace graphrw::passes

@@ -1,0 +1,150 @@
+// pattern: declarative multi-node rewrites, and the shipped rule library
+// (examples/patterns/*.rules.json) on PyTorch exports, under ONNX Runtime.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "error.h"
+#include "fold_pass.h"
+#include "helpers.h"
+#include "loader.h"
+#include "pass_manager.h"
+#include "pattern_pass.h"
+#include "replace.h"
+#include "rules.h"
+#include "support.h"
+#include "writer.h"
+
+namespace fs = std::filesystem;
+using namespace graphrw;
+using namespace graphrw::test;
+
+namespace {
+
+fs::path root() { return GRAPHRW_SOURCE_DIR; }
+
+nlohmann::json runRuleFile(ir::Model& model, const std::string& name) {
+  PassManager pm({true, std::nullopt, ""});
+  for (auto& p : loadRules((root() / "examples" / "patterns" / (name + ".rules.json")).string()).passes) pm.add(p);
+  auto report = pm.run(model);
+  return report.is_array() ? report : report["passes"];
+}
+
+size_t matched(const nlohmann::json& passReport) {
+  size_t n = 0;
+  for (const auto& r : passReport["rules"]) n += r["matched"].get<size_t>();
+  return n;
+}
+
+std::map<std::string, size_t> ops(ir::Model& m) {
+  std::map<std::string, size_t> c;
+  for (const auto& n : m.graph().nodes()) c[n->opType()]++;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("pattern library on PyTorch exports: GELU and q/k/v fusion match every layer and keep the outputs",
+          "[pattern][pytorch]") {
+  for (const char* name : {"bert-opset15", "bert-opset17", "gpt-opset17"}) {
+    INFO(name);
+    fs::path path = root() / "tests" / "models" / "pytorch" / (std::string(name) + ".onnx");
+    auto original = readProto(path);
+    auto model = loadModel(path.string());
+    PassManager fold({true, std::nullopt, ""});
+    fold.add(passes::createFoldPass({}));  // the weights' Transposes become initializers
+    fold.run(*model);
+
+    auto qkv = runRuleFile(*model, "qkv-fusion");
+    CHECK(matched(qkv[0]) == 2);  // one per layer, none overlapping
+    CHECK(qkv[0]["weights_folded"] == 4);  // the [H, 3H] weights and the [3H] biases of each layer
+    auto afterQkv = ops(*model);
+    CHECK(afterQkv["Split"] == 2);
+    checkSameMaths(original, *model, 1e-5, 40);
+
+    auto gelu = runRuleFile(*model, "gelu");
+    CHECK(matched(gelu[0]) == 2);
+    CHECK(ops(*model)["GeluErf"] == 2);
+    CHECK(ops(*model).count("Erf") == 0);
+    checkValid(*model);
+    checkSameMaths(original, mapBack(*model), 1e-5, 40);
+  }
+}
+
+TEST_CASE("pattern library: Dropout removed with one or two outputs; the tanh GELU", "[pattern]") {
+  auto m = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 14]>
+g (float[2, 4] x) => (float[2, 4] y1, float[2, 4] y2, float[2, 4] y3, float[2, 4] y4, bool[2, 4] kept) {
+  r = Constant <value = float {0.1}> ()
+  t = Constant <value = bool {0}> ()
+  y1 = Dropout (x)
+  y2, unused = Dropout (x, r)
+  y3, kept = Dropout (x, r, t)
+  three = Constant <value = float {3.0}> ()
+  p = Pow (x, three)
+  c = Constant <value = float {0.044715}> ()
+  cp = Mul (p, c)
+  inner = Add (x, cp)
+  k = Constant <value = float {0.7978845608}> ()
+  ki = Mul (inner, k)
+  th = Tanh (ki)
+  one = Constant <value = float {1.0}> ()
+  a = Add (th, one)
+  half = Constant <value = float {0.5}> ()
+  h = Mul (x, half)
+  y4 = Mul (h, a)
+}
+)");
+  auto model = loadModel(m);
+  auto drop = runRuleFile(*model, "dropout");
+  // The third Dropout's mask is a graph output: it stays.
+  CHECK(matched(drop[0]) == 2);
+  CHECK(ops(*model)["Dropout"] == 1);
+  auto gelu = runRuleFile(*model, "gelu");
+  CHECK(ops(*model)["Gelu"] == 1);
+  CHECK(ops(*model).count("Tanh") == 0);
+  checkValid(*model);
+  checkSameMaths(m, mapBack(*model), 1e-5);
+}
+
+TEST_CASE("pattern: constraints, the CLI with a rules file and --dry-run", "[pattern][cli]") {
+  TempDir dir;
+  writeProto(parseModel(R"(
+<ir_version: 8, opset_import: ["" : 14]>
+g (float[2, 4] x, float[4, 4] act) => (float[2, 4] y, float[2, 4] z) <float[4, 4] w = {1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0}> {
+  y = MatMul (x, w)
+  z = MatMul (x, act)
+}
+)"),
+             dir / "m.onnx");
+  nlohmann::json rules = {{"rules", {{{"match", "<domain: \"p\", opset_import: [\"\" : 14]>\nM (a, b) => (c) { c = MatMul (a, b) }\n"},
+                                      {"replace", "<domain: \"p\", opset_import: [\"\" : 14]>\nM (a, b) => (c) {\n  t = Transpose (b)\n  u = Transpose (t)\n  c = MatMul (a, u)\n}\n"},
+                                      {"weights", {"b"}}}}}};
+  writeFile(dir / "rules.json", rules.dump());
+  std::string base = graphrwBin() + " pattern " + (dir / "m.onnx").string() + " --rules " + (dir / "rules.json").string();
+  auto dry = run(base + " --dry-run --report -");
+  REQUIRE(dry.status == 0);
+  auto report = nlohmann::json::parse(dry.out);
+  const auto& pass = report["passes"][0];
+  CHECK(pass["rules"][0]["matched"] == 1);  // only the MatMul on a weight
+  CHECK(pass["rules"][0]["at"][0] == "the node producing 'y' (ai.onnx::MatMul)");
+  CHECK(pass["weights_folded"] == 2);       // Transpose of Transpose of the weight, folded
+  CHECK_FALSE(fs::exists(dir / "m.patterned.onnx"));
+  auto written = run(base + " -o " + (dir / "out.onnx").string());
+  CHECK(written.status == 0);
+  auto out = readProto(dir / "out.onnx");
+  size_t transposes = 0;
+  for (const auto& n : out.graph().node()) transposes += n.op_type() == "Transpose";
+  CHECK(transposes == 0);
+  // A constraint naming no input, and a bad rules file, are usage errors.
+  nlohmann::json bad = rules;
+  bad["rules"][0]["weights"] = {"nope"};
+  writeFile(dir / "bad.json", bad.dump());
+  auto e = run(graphrwBin() + " pattern " + (dir / "m.onnx").string() + " --rules " + (dir / "bad.json").string());
+  CHECK(e.status == 2);
+  CHECK_THAT(e.err, Catch::Contains("constraint names 'nope', which is not an input of the match"));
+  writeFile(dir / "notrules.json", "{\"rule\": []}");
+  e = run(graphrwBin() + " pattern " + (dir / "m.onnx").string() + " --rules " + (dir / "notrules.json").string());
+  CHECK(e.status == 2);
+  CHECK_THAT(e.err, Catch::Contains("is not JSON of the form"));
+}
