@@ -79,6 +79,7 @@ PatternRule ruleFromJson(const nlohmann::json& r, const std::string& where) {
 }
 
 PatternOptions optionsFromJson(const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
+  registerGraphcoreOps();  // replacements may use ai.graphcore ops, whose attribute types `@` references need
   PatternOptions o;
   o.allowNoMatch = entry.value("allow_no_match", false);
   o.fold = entry.value("fold", true);

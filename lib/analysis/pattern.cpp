@@ -90,6 +90,18 @@ Pattern::Pattern(onnx::FunctionProto match, onnx::FunctionProto replacement, std
                  PatternConstraints constraints)
     : match_(std::move(match)), replacement_(std::move(replacement)), where_(std::move(where)),
       constraints_(std::move(constraints)) {
+  // `attr = @x` in the replacement, x a match input: the attribute takes the
+  // value of the constant x binds to (LayerNorm's epsilon).
+  for (const auto& n : replacement_.node())
+    for (const auto& a : n.attribute())
+      if (!a.ref_attr_name().empty()) {
+        const std::string& r = a.ref_attr_name();
+        if (std::find(match_.input().begin(), match_.input().end(), r) == match_.input().end())
+          usageError(where_ + ": the replacement's attribute '" + a.name() + "' = @" + r + " names no input of the match");
+        attributeRefs_[r] = a.type();
+        if (std::find(constraints_.constants.begin(), constraints_.constants.end(), r) == constraints_.constants.end())
+          constraints_.constants.push_back(r);
+      }
   for (const auto* list : {&constraints_.weights, &constraints_.constants})
     for (const auto& name : *list)
       if (std::find(match_.input().begin(), match_.input().end(), name) == match_.input().end())
@@ -237,6 +249,28 @@ bool Pattern::complete(PatternMatch& b) const {
   return true;
 }
 
+onnx::AttributeProto Pattern::attributeFromConstant(const std::string& formal, int type, PatternMatch& b) const {
+  auto t = constantOf(b.values.at(formal));
+  auto values = t ? numbers(*t) : std::nullopt;
+  if (!values || values->empty())
+    usageError(where_ + ": input '" + formal + "' gives an attribute but is not a numeric constant");
+  onnx::AttributeProto a;
+  a.set_name(formal);
+  a.set_type(static_cast<onnx::AttributeProto_AttributeType>(type));
+  switch (type) {
+    case onnx::AttributeProto::FLOAT: a.set_f(static_cast<float>(values->front())); break;
+    case onnx::AttributeProto::INT: a.set_i(static_cast<int64_t>(values->front())); break;
+    case onnx::AttributeProto::FLOATS:
+      for (double v : *values) a.add_floats(static_cast<float>(v));
+      break;
+    case onnx::AttributeProto::INTS:
+      for (double v : *values) a.add_ints(static_cast<int64_t>(v));
+      break;
+    default: usageError(where_ + ": input '" + formal + "' cannot give an attribute of this type");
+  }
+  return a;
+}
+
 std::vector<PatternMatch> Pattern::find(Graph& g, std::set<const Node*>& taken) const {
   const auto& anchor = match_.node(anchor_);
   std::vector<PatternMatch> matches;
@@ -262,32 +296,49 @@ size_t Pattern::rewrite(Model& model, Rewriter& rw, Graph& g) const {
 std::vector<Node*> Pattern::apply(Model& model, Rewriter& rw, Graph& g, std::vector<PatternMatch>& matches) const {
   std::vector<Node*> created;
   if (matches.empty()) return created;
-  auto body = buildFunction(model, replacement_);
   // The replacement's ops must mean the same at the version the graph
   // imports: a body written for another ai.onnx version is converted (ONNX's
-  // version converter) when its ops differ between the two.
+  // version converter) when its ops differ between the two. Attributes taken
+  // from matched constants are written into the body first (one body per
+  // distinct set of values), so the conversion sees plain attributes.
   auto scope = scopeOpsets(model, g);
-  for (const auto& op : replacement_.opset_import()) {
-    auto it = scope.find(op.domain());
-    if (it == scope.end()) {
-      rw.setOpsetImport(g, op.domain(), op.version());  // a domain the graph did not use yet (ai.graphcore)
-      continue;
+  for (const auto& op : replacement_.opset_import())
+    if (!scope.count(op.domain())) rw.setOpsetImport(g, op.domain(), op.version());  // a new domain (ai.graphcore)
+  std::map<std::string, std::unique_ptr<Function>> bodies;
+  auto bodyFor = [&](const std::map<std::string, onnx::AttributeProto>& values) -> const Function& {
+    std::string key;
+    for (const auto& [k, v] : values) key += k + "=" + v.SerializeAsString() + ";";
+    auto& slot = bodies[key];
+    if (slot) return *slot;
+    onnx::FunctionProto fp = replacement_;
+    for (auto& n : *fp.mutable_node())
+      for (auto& a : *n.mutable_attribute()) {
+        if (a.ref_attr_name().empty()) continue;
+        std::string name = a.name();
+        a = values.at(a.ref_attr_name());
+        a.set_name(name);
+      }
+    auto body = buildFunction(model, fp);
+    for (const auto& op : replacement_.opset_import()) {
+      auto it = scope.find(op.domain());
+      if (it == scope.end() || it->second == op.version()) continue;
+      auto differ = differingOps(body->body(), op.domain(), op.version(), it->second);
+      if (differ.empty()) continue;
+      std::string list;
+      for (const auto& d : differ) list += (list.empty() ? "" : ", ") + d;
+      if (!op.domain().empty() && op.domain() != "ai.onnx")
+        usageError(where_ + ": the replacement imports " + op.domain() + " " + std::to_string(op.version()) +
+                   ", the graph " + std::to_string(it->second) + ", and " + list + " differ between them");
+      try {
+        body = convertFunction(model, *body, op.version(), it->second);
+      } catch (const std::exception& e) {
+        usageError(where_ + ": the replacement imports ai.onnx " + std::to_string(op.version()) + ", the graph " +
+                   std::to_string(it->second) + " (" + list + " differ) and converting it failed: " + e.what());
+      }
     }
-    if (it->second == op.version()) continue;
-    auto differ = differingOps(body->body(), op.domain(), op.version(), it->second);
-    if (differ.empty()) continue;
-    std::string list;
-    for (const auto& d : differ) list += (list.empty() ? "" : ", ") + d;
-    if (!op.domain().empty() && op.domain() != "ai.onnx")
-      usageError(where_ + ": the replacement imports " + op.domain() + " " + std::to_string(op.version()) +
-                 ", the graph " + std::to_string(it->second) + ", and " + list + " differ between them");
-    try {
-      body = convertFunction(model, *body, op.version(), it->second);
-    } catch (const std::exception& e) {
-      usageError(where_ + ": the replacement imports ai.onnx " + std::to_string(op.version()) + ", the graph " +
-                 std::to_string(it->second) + " (" + list + " differ) and converting it failed: " + e.what());
-    }
-  }
+    slot = std::move(body);
+    return *slot;
+  };
   size_t index = 0;
   for (const auto& np : g.nodes()) np->scratch = ++index;  // graph order, for the matched (original) nodes
   for (auto& b : matches) {
@@ -301,6 +352,9 @@ std::vector<Node*> Pattern::apply(Model& model, Rewriter& rw, Graph& g, std::vec
     for (const auto& formal : match_.input()) ins.push_back(b.values.at(formal));
     std::vector<Value*> outs;
     for (const auto& o : match_.output()) outs.push_back(b.values.at(o));
+    std::map<std::string, onnx::AttributeProto> values;
+    for (const auto& [formal, type] : attributeRefs_) values[formal] = attributeFromConstant(formal, type, b);
+    const Function& body = bodyFor(values);
     auto next = std::next(g.position(last));
     const Node* before = next == g.nodes().end() ? nullptr : next->get();
     Node* call = rw.createNode(g, before, {"", match_.name(), "graphrw.pattern", ins, std::vector<std::string>(outs.size())});
@@ -316,7 +370,7 @@ std::vector<Node*> Pattern::apply(Model& model, Rewriter& rw, Graph& g, std::vec
     for (const auto& [_, m] : b.nodes) erase.push_back(m);
     std::sort(erase.begin(), erase.end(), [](const Node* x, const Node* y) { return x->scratch > y->scratch; });
     for (Node* m : erase) rw.eraseNode(m);
-    auto result = inlineBody(rw, call, body->body(), AttributeEnv{}, prefix);
+    auto result = inlineBody(rw, call, body.body(), AttributeEnv{}, prefix);
     popart::applyPlacement(rw, result.created, placement);
     created.insert(created.end(), result.created.begin(), result.created.end());
     for (Value* v : constants) {

@@ -7,7 +7,8 @@
 // match node sets must be equal. The values between matched nodes must have
 // no reader outside the match and must not be graph outputs. Matches do not
 // overlap and are taken in graph order; each is replaced by the replacement
-// body, inlined with the match's bound inputs and outputs.
+// body, inlined with the match's bound inputs and outputs. `attr = @x` in the
+// replacement, x a match input, takes the value of the constant x binds to.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -65,11 +66,13 @@ class Pattern {
   bool matchInput(const std::string& patternValue, ir::Value* value, PatternMatch& b) const;
   bool matchRest(PatternMatch& b) const;
   bool complete(PatternMatch& b) const;
+  onnx::AttributeProto attributeFromConstant(const std::string& formal, int type, PatternMatch& b) const;
 
   onnx::FunctionProto match_, replacement_;
   std::string where_;
   PatternConstraints constraints_;
   int anchor_ = -1;  // the node producing the match's first output
+  std::map<std::string, int> attributeRefs_;  // match input -> attribute type, for `attr = @input` in the replacement
 };
 
 }  // namespace graphrw

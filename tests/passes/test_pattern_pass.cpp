@@ -6,6 +6,7 @@
 
 #include "error.h"
 #include "fold_pass.h"
+#include "opset.h"
 #include "helpers.h"
 #include "loader.h"
 #include "pass_manager.h"
@@ -147,4 +148,37 @@ g (float[2, 4] x, float[4, 4] act) => (float[2, 4] y, float[2, 4] z) <float[4, 4
   e = run(graphrwBin() + " pattern " + (dir / "m.onnx").string() + " --rules " + (dir / "notrules.json").string());
   CHECK(e.status == 2);
   CHECK_THAT(e.err, Catch::Contains("is not JSON of the form"));
+}
+
+TEST_CASE("pattern library: the decomposed LayerNorm to PopART's GroupNormalization, and to LayerNormalization-17",
+          "[pattern][pytorch]") {
+  fs::path path = root() / "tests" / "models" / "pytorch" / "bert-opset15.onnx";
+  auto original = readProto(path);
+  auto model = loadModel(path.string());
+  PassManager fold({true, std::nullopt, ""});
+  fold.add(passes::createFoldPass({}));
+  fold.run(*model);
+  TempDir dir;
+  writeModel(*model, (dir / "folded.onnx").string());
+
+  auto ln = runRuleFile(*model, "layernorm");
+  CHECK(matched(ln[0]) == 5);  // the embeddings' and two per layer
+  CHECK(ops(*model)["GroupNormalization"] == 5);
+  CHECK(ops(*model).count("ReduceMean") == 0);
+  CHECK(ops(*model).count("Sqrt") == 0);
+  for (const auto& n : model->graph().nodes())
+    if (n->opType() == "GroupNormalization") CHECK(n->attribute("epsilon")->proto.f() == Approx(1e-5f));
+  checkValid(*model);
+  checkSameMaths(original, mapBack(*model), 1e-4, 40);
+
+  // At opset 17: ONNX's own op, epsilon from the matched constant.
+  auto at17 = loadModel((dir / "folded.onnx").string());
+  PassManager up({true, std::nullopt, ""});
+  up.add(passes::createOpsetPass({17, std::nullopt}));
+  up.run(*at17);
+  auto ln17 = runRuleFile(*at17, "layernorm-onnx17");
+  CHECK(matched(ln17[0]) == 5);
+  CHECK(ops(*at17)["LayerNormalization"] == 5);
+  checkValid(*at17);
+  checkSameMaths(original, *at17, 1e-4, 40);
 }
