@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "graphcore_ops.h"
+#include "opsets.h"
 #include "replace.h"
 #include "text_file.h"
 #include "weights.h"
@@ -36,10 +37,16 @@ class PatternPass final : public Pass {
     nlohmann::json rules = nlohmann::json::array();
     std::vector<Node*> created;
     size_t total = 0;
-    for (const Pattern& p : patterns_) {
-      size_t count = 0;
+    for (size_t r = 0; r < patterns_.size(); ++r) {
+      const Pattern& p = patterns_[r];
+      size_t count = 0, applicable = 0;
       nlohmann::json at = nlohmann::json::array();
       for (Graph* g : graphs) {
+        // A rule written for some ai.onnx versions leaves graphs at others alone.
+        auto scope = scopeOpsets(model, *g);
+        auto onnxVersion = scope.count("") ? scope.at("") : scope.count("ai.onnx") ? scope.at("ai.onnx") : 0;
+        if (onnxVersion && (onnxVersion < options_.rules[r].minOpset || onnxVersion > options_.rules[r].maxOpset)) continue;
+        ++applicable;
         auto matches = p.find(*g, taken[g]);
         // What was matched, for --dry-run: the node producing each match's first output.
         for (const auto& m : matches) at.push_back(nodeLabel(*p.anchor(m)));
@@ -49,7 +56,10 @@ class PatternPass final : public Pass {
         // Nodes the replacements made may be matched by later rules.
         for (Node* n : made) taken[g].erase(n);
       }
-      if (!count) reportNoMatch("pattern", p.where() + ": rule '" + p.name() + "' matched nothing", options_.allowNoMatch);
+      if (!count && applicable)
+        reportNoMatch("pattern", p.where() + ": rule '" + p.name() + "' matched nothing" +
+                                     "",
+                      options_.allowNoMatch);
       rules.push_back({{"rule", p.name()}, {"matched", count}, {"at", at}});
       total += count;
     }
@@ -75,6 +85,14 @@ PatternRule ruleFromJson(const nlohmann::json& r, const std::string& where) {
   rule.constraints.weights = r.value("weights", std::vector<std::string>{});
   rule.constraints.constants = r.value("constants", std::vector<std::string>{});
   rule.constraints.commutative = r.value("commutative", true);
+  if (r.contains("opsets")) {
+    const auto& range = r["opsets"];
+    if (!range.is_array() || range.size() != 2 || !range[0].is_number_integer() || !range[1].is_number_integer() ||
+        range[0].get<int64_t>() > range[1].get<int64_t>())
+      usageError(where + "/opsets: expected [MIN, MAX], the ai.onnx versions the rule applies to");
+    rule.minOpset = range[0].get<int64_t>();
+    rule.maxOpset = range[1].get<int64_t>();
+  }
   return rule;
 }
 
@@ -95,8 +113,17 @@ PatternOptions optionsFromJson(const nlohmann::json& entry, const RuleContext& w
   if (!std::filesystem::is_regular_file(file, ec)) usageError(at + ": " + file.string() + " is not a regular file");
   if (std::filesystem::file_size(file, ec) > kMaxRulesBytes) usageError(at + ": " + file.string() + " is too large");
   auto j = nlohmann::json::parse(readTextFile(file.string(), "pattern rules file"), nullptr, false);
+  // A rule file of the library (examples/patterns/*.rules.json) gives the rules of its pattern passes.
+  if (j.is_object() && j.contains("passes") && j["passes"].is_array()) {
+    nlohmann::json rules = nlohmann::json::array();
+    for (const auto& p : j["passes"])
+      if (p.is_object() && p.value("pass", "") == "pattern" && p.contains("rules") && p["rules"].is_array())
+        for (const auto& r : p["rules"]) rules.push_back(r);
+    j = {{"rules", rules}};
+  }
   if (j.is_discarded() || !j.is_object() || !j.contains("rules") || !j["rules"].is_array() || j["rules"].empty())
-    usageError(at + ": " + file.string() + " is not JSON of the form {\"rules\": [{\"match\": ..., \"replace\": ...}, ...]}");
+    usageError(at + ": " + file.string() + " is not JSON of the form {\"rules\": [{\"match\": ..., \"replace\": ...}, ...]} "
+               "(or a rule file with pattern passes)");
   for (size_t i = 0; i < j["rules"].size(); ++i) {
     const auto& r = j["rules"][i];
     std::string rw = file.string() + ": /rules/" + std::to_string(i);

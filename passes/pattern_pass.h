@@ -7,6 +7,7 @@
 // initializers at rewrite time, a weight shared by several matches once.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@ struct PatternRule {
   std::string where;  // names the rule in messages
   onnx::FunctionProto match, replace;
   PatternConstraints constraints;
+  int64_t minOpset = 0, maxOpset = INT64_MAX;  // the graphs' ai.onnx versions the rule applies to
 };
 
 struct PatternOptions {

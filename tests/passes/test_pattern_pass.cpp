@@ -11,6 +11,7 @@
 #include "loader.h"
 #include "pass_manager.h"
 #include "pattern_pass.h"
+#include "popart_check.h"
 #include "replace.h"
 #include "rules.h"
 #include "support.h"
@@ -181,4 +182,51 @@ TEST_CASE("pattern library: the decomposed LayerNorm to PopART's GroupNormalizat
   CHECK(ops(*at17)["LayerNormalization"] == 5);
   checkValid(*at17);
   checkSameMaths(original, *at17, 1e-4, 40);
+}
+
+TEST_CASE("pattern library on a 3-layer BERT-style export: 3 GELU, 7 LayerNorm (6 in the layers), 3 q/k/v, none overlapping",
+          "[pattern][pytorch]") {
+  fs::path path = root() / "tests" / "models" / "pytorch" / "bert3-opset15.onnx";
+  auto original = readProto(path);
+  auto model = loadModel(path.string());
+  PassManager fold({true, std::nullopt, ""});
+  fold.add(passes::createFoldPass({}));
+  fold.run(*model);
+  CHECK(matched(runRuleFile(*model, "qkv-fusion")[0]) == 3);
+  CHECK(matched(runRuleFile(*model, "gelu")[0]) == 3);
+  auto ln = runRuleFile(*model, "layernorm")[0];
+  CHECK(matched(ln) == 7);
+  size_t inLayers = 0;
+  for (const auto& at : ln["rules"][0]["at"]) inLayers += at.get<std::string>().find("/layers.") != std::string::npos;
+  CHECK(inLayers == 6);
+  checkValid(*model);
+  checkSameMaths(original, mapBack(*model), 1e-4, 40);
+}
+
+TEST_CASE("seed case 10: examples/ipu-bert-pretraining.rules.json on a 4-layer BERT, 4 stages on 4 IPUs",
+          "[pattern][place][popart]") {
+  TempDir dir;
+  REQUIRE(run(std::string(GRAPHRW_GEN_BERT) + " -o " + (dir / "bert4.onnx").string() + " --layers 4 --seq 16 --batch 1").status == 0);
+  auto original = readProto(dir / "bert4.onnx");
+  auto model = loadModel((dir / "bert4.onnx").string());
+  PassManager pm({true, std::nullopt, ""});
+  for (auto& p : loadRules((root() / "examples" / "ipu-bert-pretraining.rules.json").string()).passes) pm.add(p);
+  auto report = pm.run(*model);
+  const auto& passes = report.is_array() ? report : report["passes"];
+  INFO(passes.dump());
+  CHECK(matched(passes[1]) == 4);  // q/k/v fused in every layer
+  CHECK(passes[2]["checkpoints_added"] == 4);
+  std::string findings;
+  for (const auto& f : popart::checkImport(*model)) findings += f.check + ": " + f.where + ": " + f.message + "\n";
+  INFO(findings);
+  CHECK(findings.empty());
+  // Each layer's Call on its own stage and IPU, its callee's ops with it.
+  for (const auto& n : model->graph().nodes()) {
+    if (n->opType() != "Call") continue;
+    int64_t layer = n->name().back() - '0';
+    CHECK(n->attribute("__pipeline_stage")->proto.i() == layer);
+    CHECK(n->attribute("__ipu_number")->proto.i() == layer);
+    for (const auto& inner : n->attribute("callee")->g->nodes()) CHECK(inner->attribute("__ipu_number")->proto.i() == layer);
+  }
+  checkSameMaths(original, mapBack(*model), 1e-4, 2);
 }

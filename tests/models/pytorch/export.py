@@ -12,6 +12,8 @@ The .onnx files are checked in; the tests need no PyTorch.
                       and up: PyTorch exports triu from 14 on).
   resnet-opsetN.onnx  small ResNet-style conv net: conv, batch norm, residual,
                       global average pool, linear.
+  bert3-opset15.onnx  the BERT-style encoder with 3 layers (the pattern
+                      library's match counts).
   bert-functions-opsetN.onnx  the same BERT-style encoder (same weights) with
                       each encoder layer a local function
                       (export_modules_as_functions), opsets 15 and 17.
@@ -141,6 +143,12 @@ def main():
                               dynamic_axes={**axes, "output": {0: "batch"}}, do_constant_folding=False)
             print(path, os.path.getsize(path))
     args, inputs, axes = models["bert"][1:4]
+    bert3 = Bert(layers=3)
+    bert3.eval()
+    path = os.path.join(HERE, "bert3-opset15.onnx")
+    torch.onnx.export(bert3, args, path, opset_version=15, input_names=inputs, output_names=["output"],
+                      dynamic_axes={**axes, "output": {0: "batch"}}, do_constant_folding=False)
+    print(path, os.path.getsize(path))
     for opset in (15, 17):
         # A fresh module with the same weights: PyTorch 1.13 fails an internal
         # assert exporting functions from a module it has exported before.
