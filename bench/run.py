@@ -72,7 +72,8 @@ def io_bench(args, out):
                                "--seq", "128", "--batch", "1"])
     size = os.path.getsize(model)
     warm(model)
-    outputs = [os.path.join(out, n) for n in ("copy.onnx", "converted.onnx", "expanded.onnx", "opset11.onnx", "popart.onnx")]
+    outputs = [os.path.join(out, n) for n in ("copy.onnx", "converted.onnx", "expanded.onnx", "opset11.onnx", "popart.onnx",
+                                              "patterns.onnx")]
 
     def fresh():
         # Each command writes a new file (as a batch conversion into an empty folder
@@ -89,6 +90,9 @@ def io_bench(args, out):
         "opset 11": [g, "-q", "opset", model, "--to", "11", "-o", outputs[3]],
         # issue 14: the whole PopART preparation (legalize, Dropout, checkpoint, outline per layer)
         "popart rules": [g, "-q", "run", os.path.join(ROOT, "examples", "popart.rules.json"), model, "-o", outputs[4]],
+        # issue 15: the whole pattern library
+        "pattern library": [g, "-q", "run", os.path.join(ROOT, "bench", "rules", "pattern-library.rules.json"), model,
+                            "-o", outputs[5]],
     }, g), args.runs, before=fresh)
     base = res["cp"]["median_s"]
     return {"model": "bert-base (12 layers, hidden 768, embedded weights)" + (", outputs replaced" if args.overwrite else ", fresh outputs"), "bytes": size,
@@ -139,10 +143,13 @@ def scaling_bench(args, out):
             subprocess.check_call([gen, "-o", model, "--calls", str(calls), "--body-nodes", "20"])
         cmds[f"expand {label}"] = [g, "-q", "expand", model, "-o", os.path.join(out, f"calls-{calls}.expanded.onnx")]
         cmds[f"rules {label}"] = [g, "-q", "run", rules, model, "-o", os.path.join(out, f"calls-{calls}.rules.onnx")]
+        cmds[f"pattern {label}"] = [g, "-q", "run", os.path.join(ROOT, "bench", "rules", "pattern-scaling.rules.json"), model,
+                                    "-o", os.path.join(out, f"calls-{calls}.pattern.onnx")]
     res = measure(spawn, with_baseline(cmds, g), args.runs)
     return {"body_nodes": 20, "nodes": {"10k": 10_000, "1M": 1_000_000}, "results": res,
             "ratio_expand_1M_to_10k": res["expand 1M"]["median_s"] / res["expand 10k"]["median_s"],
-            "ratio_rules_1M_to_10k": res["rules 1M"]["median_s"] / res["rules 10k"]["median_s"]}
+            "ratio_rules_1M_to_10k": res["rules 1M"]["median_s"] / res["rules 10k"]["median_s"],
+            "ratio_pattern_1M_to_10k": res["pattern 1M"]["median_s"] / res["pattern 10k"]["median_s"]}
 
 
 def main():

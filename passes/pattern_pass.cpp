@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <set>
+#include <unordered_set>
 
 #include "error.h"
 #include "graphcore_ops.h"
@@ -33,7 +34,7 @@ class PatternPass final : public Pass {
     WeightFolder weights(rw);
     std::vector<Graph*> graphs;
     model.walkGraphs([&](Graph& g) { graphs.push_back(&g); });
-    std::map<Graph*, std::set<const Node*>> taken;
+    std::map<Graph*, std::unordered_set<const Node*>> taken;
     nlohmann::json rules = nlohmann::json::array();
     std::vector<Node*> created;
     size_t total = 0;

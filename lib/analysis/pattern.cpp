@@ -153,7 +153,7 @@ bool Pattern::matchInput(const std::string& pv, Value* value, PatternMatch& b) c
 
 bool Pattern::matchNode(int p, Node* node, PatternMatch& b) const {
   if (auto it = b.nodes.find(p); it != b.nodes.end()) return it->second == node;
-  if (b.used.count(node)) return false;
+  if (b.used.count(node) || (b.taken && b.taken->count(node))) return false;
   const auto& pn = match_.node(p);
   if (pn.op_type() != node->opType() || !sameDomain(pn.domain(), node->domain())) return false;
   if (static_cast<size_t>(pn.input_size()) != node->inputs().size()) return false;
@@ -199,7 +199,7 @@ bool Pattern::matchRest(PatternMatch& b) const {
       if (bound == b.values.end() || !bound->second) continue;
       std::vector<Node*> candidates;
       for (const Use& u : bound->second->uses())
-        if (u.node->opType() == pn.op_type() && !b.used.count(u.node) &&
+        if (u.node->opType() == pn.op_type() && !b.used.count(u.node) && !(b.taken && b.taken->count(u.node)) &&
             std::find(candidates.begin(), candidates.end(), u.node) == candidates.end())
           candidates.push_back(u.node);
       for (Node* c : candidates) {
@@ -271,14 +271,14 @@ onnx::AttributeProto Pattern::attributeFromConstant(const std::string& formal, i
   return a;
 }
 
-std::vector<PatternMatch> Pattern::find(Graph& g, std::set<const Node*>& taken) const {
+std::vector<PatternMatch> Pattern::find(Graph& g, std::unordered_set<const Node*>& taken) const {
   const auto& anchor = match_.node(anchor_);
   std::vector<PatternMatch> matches;
   for (const auto& np : g.nodes()) {
     Node* n = np.get();
     if (n->opType() != anchor.op_type() || taken.count(n)) continue;
     PatternMatch b;
-    b.used.insert(taken.begin(), taken.end());
+    b.taken = &taken;
     if (!matchNode(anchor_, n, b) || !matchRest(b) || !complete(b)) continue;
     for (const auto& [_, m] : b.nodes) taken.insert(m);
     matches.push_back(std::move(b));
@@ -287,7 +287,7 @@ std::vector<PatternMatch> Pattern::find(Graph& g, std::set<const Node*>& taken) 
 }
 
 size_t Pattern::rewrite(Model& model, Rewriter& rw, Graph& g) const {
-  std::set<const Node*> taken;
+  std::unordered_set<const Node*> taken;
   auto matches = find(g, taken);
   apply(model, rw, g, matches);
   return matches.size();

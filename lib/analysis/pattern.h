@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <unordered_set>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,8 @@ struct PatternConstraints {
 struct PatternMatch {
   std::map<std::string, ir::Value*> values;
   std::map<int, ir::Node*> nodes;
-  std::set<const ir::Node*> used;
+  std::set<const ir::Node*> used;                                  // by this match
+  const std::unordered_set<const ir::Node*>* taken = nullptr;       // by earlier matches, left alone
 };
 
 class Pattern {
@@ -55,7 +57,7 @@ class Pattern {
   // The matches in `g` (not its subgraphs): complete, non-overlapping, in
   // graph order of the node producing the first output. `taken`: nodes other
   // patterns matched already, left alone (and extended with these matches').
-  std::vector<PatternMatch> find(ir::Graph& g, std::set<const ir::Node*>& taken) const;
+  std::vector<PatternMatch> find(ir::Graph& g, std::unordered_set<const ir::Node*>& taken) const;
   // Replaces the matches; returns the nodes the replacements created.
   std::vector<ir::Node*> apply(ir::Model& model, ir::Rewriter& rw, ir::Graph& g, std::vector<PatternMatch>& matches) const;
   // find + apply; returns how many matches.
