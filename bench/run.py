@@ -178,7 +178,8 @@ def main():
         for k, v in report["scaling"]["results"].items():
             print(f"  {k:12s} median {v['median_s']:.3f}s  peak RSS {v['peak_rss_bytes'] / 2**20:.0f} MiB")
         print(f"scaling 1M/10k nodes: expand x{report['scaling']['ratio_expand_1M_to_10k']:.1f}, "
-              f"rules with every pass x{report['scaling']['ratio_rules_1M_to_10k']:.1f} (100 = linear)")
+              f"rules with every pass x{report['scaling']['ratio_rules_1M_to_10k']:.1f}, "
+              f"pattern x{report['scaling']['ratio_pattern_1M_to_10k']:.1f} (100 = linear)")
     for name in ("io", "external", "scaling"):
         for k, v in report.get(name, {}).get("results", {}).items():
             if BASELINE and k.endswith(" @baseline"):
