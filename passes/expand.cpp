@@ -8,8 +8,10 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "error.h"
+#include "json_text.h"
 #include "inliner.h"
 #include "loader.h"
 #include "opsets.h"
@@ -50,6 +52,7 @@ class ExpandRun {
     }
 
     auto removed = pruneUnused(*rw_, before);
+    reportLeftUntyped(model);
 
     // A list of alternatives is one selector: it matches nothing only when no alternative does.
     bool hit = false;
@@ -300,10 +303,24 @@ class ExpandRun {
       }
     }
     if (Value* in = missing()) {
-      spdlog::warn("expand: cannot expand {}: the type of input '{}' is unknown; left as it is", nodeLabel(n), in->name());
+      // In a function body this is expected: the copies inlined into the
+      // graph are expanded there. What is left at the end is reported then.
+      leftUntyped_[&n] = {n.opType(), in->name()};
+      spdlog::debug("expand: {} not expanded here: the type of input '{}' is unknown", nodeLabel(n), in->name());
       return false;
     }
     return true;
+  }
+
+  // Nodes of the requested schema ops that are still in the model after
+  // expansion, because an input's type was unknown.
+  void reportLeftUntyped(Model& model) {
+    model.walkGraphs([&](Graph& g) {
+      for (const auto& n : g.nodes())
+        if (auto it = leftUntyped_.find(n.get()); it != leftUntyped_.end() && it->second.first == n->opType())
+          spdlog::warn("expand: cannot expand {}: the type of input '{}' is unknown; left as it is", nodeLabel(*n),
+                       it->second.second);
+    });
   }
 
   const ExpandOptions& options_;
@@ -311,6 +328,8 @@ class ExpandRun {
   Rewriter* rw_;
   size_t matched_ = 0;
   Phase phase_ = Phase::Calls;
+  // node -> (its op type, the input whose type is unknown); the op type guards against a reused address
+  std::unordered_map<const Node*, std::pair<std::string, std::string>> leftUntyped_;
   std::optional<size_t> inferredAt_;
   std::set<std::string> selectorHits_;
   std::map<std::string, size_t> inlinedPerFunction_, schemaPerOp_;
@@ -339,6 +358,23 @@ ExpandOptions expandOptionsFromJson(const nlohmann::json& j, const RuleContext& 
   if (j.contains("schema_ops")) {
     if (j["schema_ops"].is_string()) o.schemaAll = true;
     else o.schemaOps = j["schema_ops"].get<std::vector<std::string>>();
+  }
+  // Each named op must be an ai.onnx op with a function body (at some version): checked before any model is read.
+  std::vector<std::string> bodied, all;
+  for (const auto& schema : onnx::OpSchemaRegistry::get_all_schemas()) {
+    if (!schema.domain().empty()) continue;
+    all.push_back(schema.Name());
+    if (schema.HasFunction() || schema.HasContextDependentFunction()) bodied.push_back(schema.Name());
+  }
+  for (size_t i = 0; i < o.schemaOps.size(); ++i) {
+    const std::string& op = o.schemaOps[i];
+    std::string where = rules.at(pointer + "/schema_ops/" + std::to_string(i));
+    if (std::find(bodied.begin(), bodied.end(), op) != bodied.end()) continue;
+    if (std::find(all.begin(), all.end(), op) != all.end())
+      usageError(where + ": " + op + " has no function body in ONNX's schema, so it cannot be expanded");
+    std::string msg = where + ": ai.onnx has no op '" + op + "'";
+    if (auto near = didYouMean(op, bodied)) msg += " (did you mean '" + *near + "'?)";
+    usageError(msg);
   }
   o.convertOpset = j.value("convert_opset", false);
   o.allowNoMatch = j.value("allow_no_match", false);

@@ -8,6 +8,8 @@
 
 #include "attributes.h"
 #include "error.h"
+#include "json_text.h"
+#include "graphcore_ops.h"
 #include "replace.h"
 #include "text_file.h"
 
@@ -155,6 +157,25 @@ ReplaceOptions replaceOptionsFromJson(const nlohmann::json& j, const RuleContext
         parseTarget(e["with"].get<std::string>(), r);
       } catch (const Error& err) {
         usageError(rules.at(p + "/with") + ": " + err.what());
+      }
+      // ai.onnx and ai.graphcore targets are checked before any model is read
+      // (a typo must not pass because nothing matched); other domains may be
+      // a model's local functions and are checked against the model.
+      if (!o.allowUnknownOp && (r.domain.empty() || r.domain == "ai.graphcore")) {
+        registerGraphcoreOps();
+        const std::string domain = r.domain;
+        bool known = false;
+        std::vector<std::string> names;
+        for (const auto& schema : onnx::OpSchemaRegistry::get_all_schemas()) {
+          if (schema.domain() != domain) continue;
+          names.push_back(schema.Name());
+          known |= schema.Name() == r.opType;
+        }
+        if (!known) {
+          std::string msg = rules.at(p + "/with") + ": " + (domain.empty() ? "ai.onnx" : domain) + " has no op '" + r.opType + "'";
+          if (auto near = didYouMean(r.opType, names)) msg += " (did you mean '" + *near + "'?)";
+          usageError(msg + "; allow_unknown_op writes it anyway");
+        }
       }
       if (e.contains("set"))
         for (const auto& [k, v] : e["set"].items()) r.set.emplace_back(k, v);

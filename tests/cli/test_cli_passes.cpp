@@ -213,3 +213,32 @@ g (float[batch, 3] x) => (float[batch, 3] s, int64[1] t) {
   CHECK(range.status == 2);
   CHECK_THAT(range.err, Catch::Contains("outside the versions graphrw converts (7..17)"));
 }
+
+TEST_CASE("rule files and command lines are checked whole before a model is read: target ops, schema ops", "[cli][rules]") {
+  using graphrw::test::run;
+  std::string g = graphrw::test::graphrwBin();
+  graphrw::test::TempDir dir;
+  std::string example = std::string(GRAPHRW_SOURCE_DIR) + "/examples/bert-tiny.onnx";
+  graphrw::test::writeFile(dir / "typo.rules.json",
+                           R"({"version": 1, "passes": [{"pass": "replace", "allow_no_match": true, "replacements": [)"
+                           R"({"select": {"op_type": "Dropout"}, "with": "Identiy"}]}]})");
+  auto typo = run(g + " run " + (dir / "typo.rules.json").string() + " " + example + " -o " + (dir / "o.onnx").string());
+  CHECK(typo.status == 2);
+  CHECK_THAT(typo.err, Catch::Contains("/passes/0/replacements/0/with: ai.onnx has no op 'Identiy' (did you mean 'Identity'?)"));
+  auto unknown = run(g + " expand " + example + " --schema-ops LayerNormalizaton -o " + (dir / "o.onnx").string());
+  CHECK(unknown.status == 2);
+  CHECK_THAT(unknown.err, Catch::Contains("ai.onnx has no op 'LayerNormalizaton' (did you mean 'LayerNormalization'?)"));
+  auto nobody = run(g + " expand " + example + " --schema-ops Relu -o " + (dir / "o.onnx").string());
+  CHECK(nobody.status == 2);
+  CHECK_THAT(nobody.err, Catch::Contains("Relu has no function body"));
+  CHECK_FALSE(std::filesystem::exists(dir / "o.onnx"));
+  // Ops inside function bodies wait for their inlined copies: no false "left as it is".
+  auto ok = run(g + " expand " + example + " --schema-ops LayerNormalization,Softmax -o " + (dir / "o.onnx").string());
+  CHECK(ok.status == 0);
+  CHECK_THAT(ok.err, !Catch::Contains("left as it is"));
+  auto after = graphrw::test::readProto(dir / "o.onnx");
+  for (const auto& n : after.graph().node()) {
+    CHECK(n.op_type() != "LayerNormalization");
+    CHECK(n.op_type() != "Softmax");
+  }
+}
