@@ -1,6 +1,10 @@
 // End-to-end: the replace, checkpoint and outline subcommands and their rule-file forms.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <filesystem>
 
 #include "seed_models.h"
 #include "support.h"
@@ -241,4 +245,34 @@ TEST_CASE("rule files and command lines are checked whole before a model is read
     CHECK(n.op_type() != "LayerNormalization");
     CHECK(n.op_type() != "Softmax");
   }
+}
+
+TEST_CASE("validate: a function with Shape called at two shapes is valid (ONNX 1.12's data-propagation bug)", "[cli][validate]") {
+  auto m = graphrw::test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 15, "local" : 1]>
+g (float[2, 3] x, float[4, 5] z) => (float[2, 3] a, float[4, 5] b) {
+  a = local.F (x)
+  b = local.F (z)
+}
+<domain: "local", opset_import: ["" : 15]>
+F (t) => (u) {
+  s = Shape (t)
+  u = Reshape (t, s)
+}
+)");
+  // The bug itself: ONNX's strict inference with data propagation refuses the model.
+  auto copy = m;
+  onnx::ShapeInferenceOptions options(true, 1, true);
+  bool refused = false;
+  try {
+    onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception&) {
+    refused = true;
+  }
+  CHECK(refused);
+  graphrw::test::TempDir dir;
+  graphrw::test::writeProto(m, dir / "m.onnx");
+  auto r = graphrw::test::run(graphrw::test::graphrwBin() + " validate " + (dir / "m.onnx").string());
+  INFO(r.out);
+  CHECK(r.status == 0);
 }
