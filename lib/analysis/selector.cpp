@@ -53,18 +53,36 @@ Selector Selector::fromJson(const nlohmann::json& j, const std::string& where) {
 SelectorSet SelectorSet::fromJson(const nlohmann::json& j, const std::function<std::string(const std::string&)>& at,
                                   const std::string& pointer) {
   SelectorSet set;
+  // Errors point at the key that is wrong (/passes/0/select/name_regex).
+  auto one = [&](const nlohmann::json& item, const std::string& p) {
+    Selector s;
+    auto take = [&](const char* key, std::optional<std::string>& slot) {
+      if (item.contains(key)) slot = item[key].get<std::string>();
+    };
+    take("name", s.name);
+    take("name_regex", s.nameRegex);
+    take("op_type", s.opType);
+    take("domain", s.domain);
+    take("scope", s.scope);
+    s.compile([&](const char* key) { return at(*key ? p + "/" + key : p); });
+    return s;
+  };
   if (j.is_array())
-    for (size_t i = 0; i < j.size(); ++i) set.any.push_back(Selector::fromJson(j[i], at(pointer + "/" + std::to_string(i))));
+    for (size_t i = 0; i < j.size(); ++i) set.any.push_back(one(j[i], pointer + "/" + std::to_string(i)));
   else
-    set.any.push_back(Selector::fromJson(j, at(pointer)));
+    set.any.push_back(one(j, pointer));
   return set;
 }
 
 void Selector::compile(const std::string& where) {
-  if (empty()) usageError(where + ": a selector needs at least one key");
+  compile([&](const char*) { return where; });
+}
+
+void Selector::compile(const std::function<std::string(const char* key)>& whereOf) {
+  if (empty()) usageError(whereOf("") + ": a selector needs at least one key");
   auto checkGlob = [&](const std::optional<std::string>& g, const char* key) {
     if (!g) return;
-    if (g->empty()) usageError(where + ": " + key + " is empty");
+    if (g->empty()) usageError(whereOf(key) + ": " + key + " is empty");
     int open = 0;
     for (size_t i = 0; i < g->size(); ++i) {
       char c = (*g)[i];
@@ -72,16 +90,16 @@ void Selector::compile(const std::string& where) {
       else if (c == '[') ++open;
       else if (c == ']' && open > 0) --open;
     }
-    if (open != 0) usageError(where + ": " + key + " '" + *g + "' has an unclosed '['");
+    if (open != 0) usageError(whereOf(key) + ": " + key + " '" + *g + "' has an unclosed '['");
   };
   checkGlob(name, "name");
   checkGlob(scope, "scope");
-  if (opType && opType->empty()) usageError(where + ": op_type is empty");
+  if (opType && opType->empty()) usageError(whereOf("op_type") + ": op_type is empty");
   if (nameRegex) {
     try {
       compiledRegex.emplace(*nameRegex, std::regex::ECMAScript);
     } catch (const std::regex_error& e) {
-      usageError(where + ": name_regex '" + *nameRegex + "' is not a valid regex (" + e.what() + ")");
+      usageError(whereOf("name_regex") + ": name_regex '" + *nameRegex + "' is not a valid regex (" + e.what() + ")");
     }
   }
 }

@@ -32,6 +32,8 @@ struct Selector {
   static Selector fromJson(const nlohmann::json& j, const std::string& where);
   // Checks globs and compiles the regex; throws Error(Usage) with `where`.
   void compile(const std::string& where);
+  // The same, with the message prefix for each key ("" for the selector as a whole).
+  void compile(const std::function<std::string(const char* key)>& whereOf);
   bool matches(const ir::Node& node) const;
   // The scope block a node belongs to (the matched prefix), when `scope` is set.
   std::optional<std::string> scopeOf(const std::string& nodeName) const;

@@ -54,7 +54,10 @@ TEST_CASE("rule errors name the line", "[rules]") {
   CHECK_THAT(ruleError("{\n  \"version\": 1,\n  \"passes\": [\n    {\"pass\": \"expand\",}\n  ]\n}"),
              Catch::StartsWith("r.json:4: not valid JSON"));
   CHECK_THAT(ruleError("{\"version\": 1, \"passes\": [{\"pass\": \"expand\", \"select\": {\"scope\": \"/a[b/\"}}]}"),
-             Catch::Contains("/passes/0/select: scope '/a[b/' has an unclosed '['"));
+             Catch::Contains("/passes/0/select/scope: scope '/a[b/' has an unclosed '['"));
+  // The pointer names the key, in a list too.
+  CHECK_THAT(ruleError("{\"version\": 1, \"passes\": [{\"pass\": \"expand\", \"select\": [{\"op_type\": \"A\"}, {\"name_regex\": \"(x\"}]}]}"),
+             Catch::Contains("/passes/0/select/1/name_regex: name_regex '(x' is not a valid regex"));
 }
 
 TEST_CASE("a valid rule file becomes typed passes", "[rules]") {
