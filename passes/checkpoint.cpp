@@ -4,6 +4,7 @@
 
 #include <unordered_set>
 
+#include "attributes.h"
 #include "blocks.h"
 #include "error.h"
 #include "popart.h"
@@ -15,14 +16,6 @@ using namespace ir;
 
 using popart::isCheckpoint;
 constexpr const char* kRecompute = popart::kRecomputeAttribute;
-
-onnx::AttributeProto intAttribute(const std::string& name, int64_t value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::INT);
-  a.set_i(value);
-  return a;
-}
 
 // One run over one model: the pass's per-run state.
 class CheckpointRun {

@@ -7,6 +7,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "attributes.h"
+
 namespace graphrw::passes::opset {
 namespace {
 
@@ -14,13 +16,6 @@ using namespace ir;
 using TP = onnx::TensorProto;
 using AP = onnx::AttributeProto;
 
-AP intAttr(const std::string& name, int64_t v) {
-  AP a;
-  a.set_name(name);
-  a.set_type(AP::INT);
-  a.set_i(v);
-  return a;
-}
 AP intsAttr(const std::string& name, const std::vector<int64_t>& v) {
   AP a;
   a.set_name(name);
@@ -119,7 +114,7 @@ StepResult softmaxAxis(Node* n, StepContext& c) {
   int64_t axis = intOr(*n, "axis", -1);
   int64_t rank = rankOf(n->input(0));
   if (axis == -1 || (rank > 0 && axis == rank - 1)) {
-    c.rw.setAttribute(n, intAttr("axis", -1));
+    c.rw.setAttribute(n, intAttribute("axis", -1));
     return {{n}, ""};
   }
   if (rank < 0)
@@ -130,7 +125,7 @@ StepResult softmaxAxis(Node* n, StepContext& c) {
   for (int64_t i = 0; i < rank; ++i) perm[static_cast<size_t>(i)] = i;
   std::swap(perm[static_cast<size_t>(axis)], perm.back());  // its own inverse
   Node* pre = add(c, n, base(*n) + "/axis_last", "Transpose", {n->input(0)}, 1, {intsAttr("perm", perm)});
-  Node* op = add(c, n, base(*n) + "/last_axis", n->opType(), {pre->output(0)}, 1, {intAttr("axis", -1)});
+  Node* op = add(c, n, base(*n) + "/last_axis", n->opType(), {pre->output(0)}, 1, {intAttribute("axis", -1)});
   Node* post = addTaking(c, n, "Transpose", {op->output(0)}, {intsAttr("perm", perm)});
   takeOver(c, n, post);
   return {{pre, op, post}, ""};
@@ -230,7 +225,7 @@ StepResult dropoutInputs(Node* n, StepContext& c) {
 StepResult powTypes(Node* n, StepContext& c) {
   int32_t b = elemTypeOf(n->input(0)), e = elemTypeOf(n->input(1));
   if (b && e && b != e) {
-    Node* cast = add(c, n, base(*n) + "/exponent", "Cast", {n->input(1)}, 1, {intAttr("to", b)});
+    Node* cast = add(c, n, base(*n) + "/exponent", "Cast", {n->input(1)}, 1, {intAttribute("to", b)});
     c.rw.setInput(n, 1, cast->output(0));
     return {{cast, n}, ""};
   }
@@ -266,7 +261,7 @@ StepResult batchNormInference(Node* n, StepContext& c) {
 StepResult castLike(Node* n, StepContext& c) {
   int32_t to = elemTypeOf(n->input(1));
   if (!to) return {{}, "the type of '" + (n->input(1) ? n->input(1)->name() : std::string("?")) + "' is unknown"};
-  Node* cast = addTaking(c, n, "Cast", {n->input(0)}, {intAttr("to", to)});
+  Node* cast = addTaking(c, n, "Cast", {n->input(0)}, {intAttribute("to", to)});
   takeOver(c, n, cast);
   return {{cast}, ""};
 }
@@ -419,7 +414,7 @@ const std::map<std::pair<std::string, int64_t>, Adapter>& adapters() {
   return table;
 }
 
-AP oldInt(const char* name, int64_t v) { return intAttr(name, v); }
+AP oldInt(const char* name, int64_t v) { return intAttribute(name, v); }
 AP oldString(const char* name, const char* v) { return stringAttr(name, v); }
 
 const std::map<std::pair<std::string, int64_t>, KnownChange>& changes() {

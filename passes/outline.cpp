@@ -15,6 +15,7 @@
 #include "inliner.h"
 #include "loader.h"
 #include "opsets.h"
+#include "outline_sharing.h"
 #include "popart.h"
 #include "types.h"
 #include "writer.h"
@@ -42,76 +43,6 @@ class Stopwatch {
 // callee has the same (blocks placed differently never share a callee: the
 // attributes are part of their signature).
 constexpr const char* kPlacement[] = {"__ipu_number", "__pipeline_stage", "__execution_phase"};
-
-// Operands whose values shape an op when PopART creates it: a callee is built
-// once, at its first Call, with that call's values.
-bool shapeLikeOperand(const Node& n, size_t input) {
-  if (!isDefaultDomain(n.domain())) return false;
-  const std::string& op = n.opType();
-  if (op == "Reshape" || op == "Expand" || op == "Tile" || op == "TopK" || op == "Upsample" || op == "OneHot")
-    return input == 1;
-  if (op == "Slice" || op == "Resize") return input >= 1;
-  if (op == "Pad") return input == 1;
-  if (op == "ConstantOfShape") return input == 0;
-  return false;
-}
-
-// What must match for two blocks' inputs to share a body: the element type
-// and rank; dimensions may differ in being known (the body declares the
-// common, more general type), static shapes that conflict split groups later.
-std::string typeKey(const Value* v) {
-  const onnx::TypeProto* t = v->type();
-  if (!t || !t->has_tensor_type()) return t ? t->SerializeAsString() : std::string("?");
-  const auto& tt = t->tensor_type();
-  std::string key = "t" + std::to_string(tt.elem_type());
-  key += tt.has_shape() ? "r" + std::to_string(tt.shape().dim_size()) : "r?";
-  return key;
-}
-
-// The input's shape when every dimension is a known number.
-std::optional<std::vector<int64_t>> staticShape(const Value* v) {
-  const onnx::TypeProto* t = v->type();
-  if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) return std::nullopt;
-  std::vector<int64_t> dims;
-  for (const auto& d : t->tensor_type().shape().dim()) {
-    if (!d.has_dim_value()) return std::nullopt;
-    dims.push_back(d.dim_value());
-  }
-  return dims;
-}
-
-// The most specific type true of all: dimensions that agree are kept, the others left unknown.
-std::optional<onnx::TypeProto> commonType(const std::vector<const Value*>& values) {
-  std::optional<onnx::TypeProto> common;
-  for (const Value* v : values) {
-    if (!v->type()) return std::nullopt;
-    if (!common) {
-      common = *v->type();
-      continue;
-    }
-    const onnx::TypeProto& t = *v->type();
-    if (!common->has_tensor_type() || !t.has_tensor_type()) {
-      if (common->SerializeAsString() != t.SerializeAsString()) return std::nullopt;
-      continue;
-    }
-    auto* ct = common->mutable_tensor_type();
-    if (!t.tensor_type().has_shape() || !ct->has_shape() || t.tensor_type().shape().dim_size() != ct->shape().dim_size()) {
-      ct->clear_shape();
-      continue;
-    }
-    for (int d = 0; d < ct->shape().dim_size(); ++d) {
-      auto* cd = ct->mutable_shape()->mutable_dim(d);
-      const auto& td = t.tensor_type().shape().dim(d);
-      bool same = (cd->has_dim_value() && td.has_dim_value() && cd->dim_value() == td.dim_value()) ||
-                  (cd->has_dim_param() && td.has_dim_param() && cd->dim_param() == td.dim_param());
-      if (!same) {
-        cd->clear_dim_value();
-        cd->clear_dim_param();
-      }
-    }
-  }
-  return common;
-}
 
 // "/encoder/layer.0" -> "encoder_layer_0"
 std::string sanitize(const std::string& key) {
@@ -154,7 +85,7 @@ class OutlineRun {
     model.walkGraphs([&](Graph& g) { graphs.push_back(&g); });
     if (options_.mode != OutlineOptions::Mode::Attributes) {
       size_t forwarded = 0;
-      for (Graph* g : graphs) forwarded += forwardWeightIdentities(*g);
+      for (Graph* g : graphs) forwarded += outline_sharing::forwardWeightIdentities(*rw_, *g);
       if (forwarded) context.details["weight_identities_removed"] = forwarded;
     }
     std::set<std::string> hits;
@@ -164,8 +95,8 @@ class OutlineRun {
       if (blocks.empty()) continue;
       checkConvex(*g, blocks, "outline");
       if (options_.mode != OutlineOptions::Mode::Attributes) {
-        for (auto& b : blocks) detached += detachCheckpoints(*g, b);
-        hoisted_ += hoistShared(*g, blocks);
+        for (auto& b : blocks) detached += outline_sharing::detachCheckpoints(*g, b);
+        hoisted_ += outline_sharing::hoistShared(*g, blocks);
       }
       for (auto& b : blocks) {
         if (b.nodes.empty()) continue;
@@ -247,124 +178,6 @@ class OutlineRun {
   }
 
  private:
-  // PyTorch's exporter feeds later layers the parameters equal to layer 0's
-  // through Identity nodes on layer 0's initializers: the layers then differ
-  // in their inputs (an activation here, an initializer there) and would not
-  // share a body. Such an Identity is an alias: its readers read the
-  // initializer. Identities carrying `__` attributes (checkpoints) stay.
-  size_t forwardWeightIdentities(Graph& g) {
-    std::vector<Node*> aliases;
-    for (const auto& n : g.nodes()) {
-      if (n->opType() != "Identity" || !isDefaultDomain(n->domain()) || n->inputs().size() != 1) continue;
-      const Value* in = n->input(0);
-      Value* out = n->output(0);
-      if (!in || !out || !in->isInitializer() || in->isGraphInput() || in->graph() != &g) continue;
-      if (out->graphOutputCount() > 0) continue;
-      bool annotated = false;
-      for (const auto& a : n->attributes()) annotated |= a.name().starts_with("__");
-      if (!annotated) aliases.push_back(n.get());
-    }
-    for (Node* n : aliases) {
-      rw_->replaceAllUsesWith(n->output(0), n->input(0));
-      rw_->eraseNode(n);
-    }
-    return aliases.size();
-  }
-
-  // PyTorch's exporter computes what every layer computes alike from graph
-  // inputs and constants (the attention mask's `(1 - mask) * -10000`) once, in
-  // the first layer, and the other layers read it from there: the first layer
-  // then holds ops the others do not, and they would not share a body. Nodes
-  // of a block that depend only on graph inputs, initializers and Constants,
-  // and that another block reads, move out of the block (with the same kind of
-  // nodes they need); the block reads their value as an input, like the others.
-  size_t hoistShared(Graph& g, std::vector<Block>& blocks) {
-    std::unordered_map<const Node*, size_t> blockOf;
-    for (size_t i = 0; i < blocks.size(); ++i)
-      for (const Node* n : blocks[i].nodes) blockOf[n] = i;
-    size_t hoisted = 0;
-    for (size_t i = 0; i < blocks.size(); ++i) {
-      Block& b = blocks[i];
-      std::unordered_set<const Node*> invariant;  // computes from graph inputs, initializers, Constants only
-      for (const Node* n : b.nodes) {
-        bool yes = !n->inputs().empty() || (isDefaultDomain(n->domain()) && n->opType() == "Constant");
-        for (const Value* v : n->inputs()) {
-          if (!v || v->isSource()) continue;
-          const Node* p = v->producer();
-          bool constant = isDefaultDomain(p->domain()) && p->opType() == "Constant";
-          if (!constant && !invariant.count(p)) yes = false;
-        }
-        if (!n->subgraphs().empty()) yes = false;
-        if (yes) invariant.insert(n);
-      }
-      // Those another block reads, and the invariant nodes they need.
-      std::vector<const Node*> stack;
-      for (const Node* n : b.nodes) {
-        if (!invariant.count(n)) continue;
-        // Read by its own block and by another (directly, or through an
-        // Identity outside the blocks: a checkpoint on the value). A value only
-        // other blocks read is this block's output to the next layer, not a
-        // shared computation.
-        bool shared = false, own = false;
-        std::function<void(const Value*, int)> readers = [&](const Value* v, int depth) {
-          for (const Use& u : v->uses()) {
-            const Node* owner = ownerIn(g, u.node);
-            auto it = owner ? blockOf.find(owner) : blockOf.end();
-            if (it != blockOf.end()) {
-              shared |= it->second != i;
-              own |= it->second == i;
-            } else if (depth == 0 && owner == u.node && u.node->opType() == "Identity" && u.node->output(0)) {
-              readers(u.node->output(0), 1);
-            }
-          }
-        };
-        for (const Value* v : n->outputs())
-          if (v) readers(v, 0);
-        if (shared && own) stack.push_back(n);
-      }
-      std::unordered_set<const Node*> hoist;
-      while (!stack.empty()) {
-        const Node* n = stack.back();
-        stack.pop_back();
-        if (!hoist.insert(n).second) continue;
-        for (const Value* v : n->inputs())
-          if (v && v->producer() && invariant.count(v->producer())) stack.push_back(v->producer());
-      }
-      if (hoist.empty()) continue;
-      std::vector<Node*> kept;
-      for (Node* n : b.nodes)
-        if (!hoist.count(n)) kept.push_back(n);
-      b.nodes = std::move(kept);
-      fillBoundary(g, b);
-      hoisted += hoist.size();
-    }
-    return hoisted;
-  }
-
-  // A checkpoint on a block's output stays in the calling graph, reading the
-  // Call's output: PopART never reads recompute types inside a callee.
-  size_t detachCheckpoints(Graph& g, Block& b) {
-    std::unordered_set<const Node*> members(b.nodes.begin(), b.nodes.end());
-    std::vector<Node*> kept;
-    size_t detached = 0;
-    for (Node* n : b.nodes) {
-      bool boundary = popart::isCheckpoint(*n) && n->input(0) && n->input(0)->producer() &&
-                      members.count(n->input(0)->producer());
-      if (boundary)
-        for (const Use& u : n->output(0)->uses()) boundary &= !members.count(ownerIn(g, u.node));
-      if (boundary) {
-        members.erase(n);
-        ++detached;
-      } else {
-        kept.push_back(n);
-      }
-    }
-    if (!detached) return 0;
-    b.nodes = std::move(kept);
-    fillBoundary(g, b);
-    return detached;
-  }
-
   // __outline = [k0, v0, k1, v1, ...]: the given keys set, others kept, in order.
   size_t annotate(Node* n) {
     std::vector<std::pair<std::string, std::string>> pairs;
@@ -414,19 +227,7 @@ class OutlineRun {
   // The value of a constant (initializer or Constant output) as bytes; a
   // unique token for anything else (it cannot be compared, so never shared).
   std::string constantKey(const Value* v) {
-    try {
-      if (v->isInitializer() && !v->isGraphInput()) {
-        HostTensor t = readTensor(*v->initializer());
-        return std::to_string(t.type) + ":" + std::to_string(t.data.size()) + ":" + t.data;
-      }
-      const Node* p = v->producer();
-      if (p && isDefaultDomain(p->domain()) && p->opType() == "Constant")
-        if (const Attribute* a = p->attribute("value"); a && a->t) {
-          HostTensor t = readTensor(*a->t);
-          return std::to_string(t.type) + ":" + std::to_string(t.data.size()) + ":" + t.data;
-        }
-    } catch (const std::exception&) {
-    }
+    if (auto t = constantOf(v)) return contentKey(*t);
     return "value:" + v->name();
   }
 
@@ -436,13 +237,13 @@ class OutlineRun {
     std::unordered_map<const Value*, std::string> token;
     for (size_t i = 0; i < b.inputs.size(); ++i) {
       token[b.inputs[i]] = "i" + std::to_string(i);
-      sig += "I" + std::to_string(i) + ":" + typeKey(b.inputs[i]) + ";";
+      sig += "I" + std::to_string(i) + ":" + outline_sharing::typeKey(b.inputs[i]) + ";";
       // A constant input that shapes an op inside: PopART builds the callee
       // with the first call's value, so only blocks with equal values share.
       bool shaping = false;
       for (const Use& u : b.inputs[i]->uses())
         for (const Node* n : b.nodes)
-          if (u.node == n && shapeLikeOperand(*n, static_cast<size_t>(u.index))) shaping = true;
+          if (u.node == n && popart::shapeLikeOperand(*n, static_cast<size_t>(u.index))) shaping = true;
       if (shaping) sig += "V" + constantKey(b.inputs[i]) + ";";
     }
     std::unordered_map<const Value*, size_t> outIndex;
@@ -498,7 +299,7 @@ class OutlineRun {
       std::string shapes;
       bool allStatic = true;
       for (Value* v : work_[i].block.inputs) {
-        auto s = staticShape(v);
+        auto s = outline_sharing::staticShape(v);
         allStatic &= s.has_value();
         if (s)
           for (int64_t d : *s) shapes += std::to_string(d) + ",";
@@ -627,7 +428,7 @@ class OutlineRun {
       auto common = [&](bool input, size_t k) {
         std::vector<const Value*> values;
         for (size_t i : group.blocks) values.push_back(input ? work_[i].block.inputs[k] : work_[i].block.outputs[k]);
-        return commonType(values);
+        return outline_sharing::commonType(values);
       };
       for (size_t i = 0; i < b.inputs.size(); ++i) {
         auto* vi = g.add_input();

@@ -9,6 +9,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "attributes.h"
 #include "error.h"
 #include "writer.h"
 
@@ -20,14 +21,6 @@ using Kind = OptionSpec::Kind;
 
 constexpr const char* kStage = "__pipeline_stage";
 constexpr const char* kIpu = "__ipu_number";
-
-onnx::AttributeProto intAttribute(const char* name, int64_t value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::INT);
-  a.set_i(value);
-  return a;
-}
 
 class PlaceRun {
  public:
@@ -217,9 +210,7 @@ class PlaceRun {
   const PlaceOptions& options_;
   Model& model_;
   Rewriter& rw_;
- public:
   size_t renamedCallees_ = 0;
- private:
   std::map<std::string, std::pair<int64_t, int64_t>> calleePlacement_;  // callee name -> (stage, ipu) of its first Call
   std::map<std::string, std::pair<int64_t, int64_t>> renamed_;
   std::set<std::string> takenNames_;

@@ -132,4 +132,12 @@ std::pair<std::string, nlohmann::json> parseAssignment(const std::string& text, 
   return {name, value};
 }
 
+onnx::AttributeProto intAttribute(const std::string& name, int64_t value) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INT);
+  a.set_i(value);
+  return a;
+}
+
 }  // namespace graphrw

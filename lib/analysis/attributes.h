@@ -30,6 +30,9 @@ onnx::AttributeProto attributeFromJson(const std::string& name, const nlohmann::
 // (INT <-> FLOAT for integral values, INTS <-> FLOATS); nothing otherwise.
 std::optional<onnx::AttributeProto> convertAttribute(const onnx::AttributeProto& a, AttributeType expected);
 
+// An INT attribute `name` = `value`.
+onnx::AttributeProto intAttribute(const std::string& name, int64_t value);
+
 // NAME=VALUE from the command line: VALUE as JSON when it parses, else as a string.
 std::pair<std::string, nlohmann::json> parseAssignment(const std::string& text, const std::string& flag);
 

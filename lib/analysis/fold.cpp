@@ -88,6 +88,23 @@ TP toTensorProto(const HostTensor& t, const std::string& name) {
   return p;
 }
 
+std::optional<HostTensor> constantOf(const Value* v) {
+  if (!v) return std::nullopt;
+  try {
+    if (v->isInitializer() && !v->isGraphInput()) return readTensor(*v->initializer());
+    const Node* p = v->producer();
+    if (p && (p->domain().empty() || p->domain() == "ai.onnx") && p->opType() == "Constant")
+      if (const Attribute* a = p->attribute("value"); a && a->t) return readTensor(*a->t);
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+std::string contentKey(const HostTensor& t) {
+  return std::to_string(t.type) + ":" + std::to_string(t.dims.size()) + ":" + t.data;
+}
+
+
 namespace {
 
 const std::vector<std::string>& foldable() {

@@ -26,6 +26,12 @@ HostTensor readTensor(const ir::Tensor& tensor);
 // A TensorProto holding `t` (raw_data) under `name`.
 onnx::TensorProto toTensorProto(const HostTensor& t, const std::string& name);
 
+// The value of a graph constant: an initializer that is not a graph input, or
+// an ai.onnx Constant's `value`. Nothing when `v` is not one (or cannot be read).
+std::optional<HostTensor> constantOf(const ir::Value* v);
+// A text equal for two tensors exactly when their type, rank and bytes are.
+std::string contentKey(const HostTensor& t);
+
 // Whether graphrw can fold this op at all (its type and attributes are checked by evaluate).
 bool isFoldable(const ir::Node& node);
 // Evaluates `node` on constant inputs (nullptr: missing optional input).

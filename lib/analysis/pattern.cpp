@@ -72,18 +72,6 @@ bool sameConstant(const HostTensor& p, const HostTensor& t) {
   return true;
 }
 
-// The value of a graph constant: an initializer that is not a graph input, or a Constant's `value`.
-std::optional<HostTensor> constantOf(const Value* v) {
-  try {
-    if (v->isInitializer() && !v->isGraphInput()) return readTensor(*v->initializer());
-    const Node* p = v->producer();
-    if (p && sameDomain(p->domain(), "") && p->opType() == "Constant")
-      if (const Attribute* a = p->attribute("value"); a && a->t) return readTensor(*a->t);
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 Pattern::Pattern(onnx::FunctionProto match, onnx::FunctionProto replacement, std::string where,

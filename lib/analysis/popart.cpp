@@ -6,6 +6,7 @@
 #include <unordered_set>
 #include <string_view>
 
+#include "attributes.h"
 #include "embedded.h"
 #include "ir.h"
 #include "rewriter.h"
@@ -237,11 +238,7 @@ size_t fillPlacement(ir::Rewriter& rw, ir::Graph& g) {
         left.push_back(n);
         continue;
       }
-      onnx::AttributeProto a;
-      a.set_name(key);
-      a.set_type(onnx::AttributeProto::INT);
-      a.set_i(*best);
-      rw.setAttribute(n, a);
+      rw.setAttribute(n, intAttribute(key, *best));
       ++filled;
     }
     for (auto it = left.rbegin(); it != left.rend(); ++it) {
@@ -254,15 +251,22 @@ size_t fillPlacement(ir::Rewriter& rw, ir::Graph& g) {
             if (auto c = valueOf(*u.node); c && (!first || *c < *first)) first = c;
       }
       if (!first) continue;
-      onnx::AttributeProto a;
-      a.set_name(key);
-      a.set_type(onnx::AttributeProto::INT);
-      a.set_i(*first);
-      rw.setAttribute(n, a);
+      rw.setAttribute(n, intAttribute(key, *first));
       ++filled;
     }
   }
   return filled;
+}
+
+bool shapeLikeOperand(const ir::Node& n, size_t input) {
+  if (!n.domain().empty() && n.domain() != "ai.onnx") return false;
+  const std::string& op = n.opType();
+  if (op == "Reshape" || op == "Expand" || op == "Tile" || op == "TopK" || op == "Upsample" || op == "OneHot" ||
+      op == "Pad")
+    return input == 1;
+  if (op == "Slice" || op == "Resize") return input >= 1;
+  if (op == "ConstantOfShape") return input == 0;
+  return false;
 }
 
 }  // namespace graphrw::popart

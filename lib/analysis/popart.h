@@ -69,5 +69,9 @@ bool hasOp(const std::string& domain, const std::string& opType);
 bool foldedAtImport(const std::string& opType);
 // Whether `name` is a PopART pattern name (values of `__exclude_patterns`).
 bool isPatternName(const std::string& name);
+// Whether PopART reads the value of input `input` of `n` when it creates the
+// op (its shape depends on it: Reshape's shape, Slice's starts, ...). A callee
+// is built once, at its first Call, with that call's values.
+bool shapeLikeOperand(const ir::Node& n, size_t input);
 
 }  // namespace graphrw::popart

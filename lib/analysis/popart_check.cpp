@@ -40,20 +40,6 @@ Graph* calleeOf(const Node& n) {
 
 std::string graphName(const Graph& g) { return g.residual().name(); }
 
-// Operands whose values PopART reads when it creates the op (the op's shape
-// depends on them): a callee built at its first Call keeps that call's values.
-bool shapeLikeOperand(const Node& n, size_t input) {
-  if (!isOnnx(n.domain())) return false;
-  const std::string& op = n.opType();
-  if (op == "Reshape" || op == "Expand" || op == "Tile" || op == "TopK" || op == "Upsample" || op == "OneHot")
-    return input == 1;
-  if (op == "Slice") return input >= 1;
-  if (op == "Pad") return input == 1;
-  if (op == "Resize") return input >= 1;
-  if (op == "ConstantOfShape") return input == 0;
-  return false;
-}
-
 // A name-independent text of a callee body: two bodies with the same text
 // compute the same thing. Values are numbered in order of appearance; values
 // from the enclosing graph keep their names (PopART looks them up by name).
@@ -97,25 +83,9 @@ std::string canonical(const Graph& g) {
   return out;
 }
 
-// The value of a constant argument (an initializer that is not a graph input,
-// or a Constant's `value`), as bytes; nothing when it is not constant.
+// The value of a constant argument as a comparable text; nothing when it is not constant.
 std::optional<std::string> constantBytes(const Value* v) {
-  if (!v) return std::nullopt;
-  try {
-    if (v->isInitializer() && !v->isGraphInput()) {
-      HostTensor t = readTensor(*v->initializer());
-      return std::to_string(t.type) + ":" + std::to_string(t.dims.size()) + ":" + t.data;
-    }
-    const Node* p = v->producer();
-    if (p && isOnnx(p->domain()) && p->opType() == "Constant") {
-      const Attribute* a = p->attribute("value");
-      if (a && a->t) {
-        HostTensor t = readTensor(*a->t);
-        return std::to_string(t.type) + ":" + std::to_string(t.dims.size()) + ":" + t.data;
-      }
-    }
-  } catch (const std::exception&) {
-  }
+  if (auto t = constantOf(v)) return contentKey(*t);
   return std::nullopt;
 }
 
@@ -404,7 +374,7 @@ class Checker {
         const Value* formal = first.inputs()[i].value;
         const Node* user = nullptr;
         for (const auto& use : formal->uses())
-          if (shapeLikeOperand(*use.node, use.index)) user = use.node;
+          if (popart::shapeLikeOperand(*use.node, use.index)) user = use.node;
         if (!user) continue;
         const Value* firstArg = calls.front()->input(i);
         auto firstBytes = constantBytes(firstArg);

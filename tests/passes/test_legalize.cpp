@@ -340,7 +340,9 @@ TEST_CASE("legalize --gelu tanh: the erf-GELU chain becomes ai.graphcore::Gelu (
   CHECK(erf == 0);
   CHECK(popart::checkImport(*model).empty());
   checkSameMaths(original, mapBack(*model), 1e-3, 40);
-  CHECK_THROWS_WITH(passes::createLegalizePass({.gelu = "sigmoid"}), Catch::Contains("gelu must be 'erf' or 'tanh'"));
+  passes::LegalizeOptions sigmoid;
+  sigmoid.gelu = "sigmoid";
+  CHECK_THROWS_WITH(passes::createLegalizePass(sigmoid), Catch::Contains("gelu must be 'erf' or 'tanh'"));
 }
 
 TEST_CASE("legalize: the three erf-GELU forms become ai.graphcore::GeluErf with the same outputs", "[legalize][popart]") {

@@ -1,0 +1,189 @@
+#include "outline_sharing.h"
+
+#include <functional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "opsets.h"
+#include "popart.h"
+
+namespace graphrw::passes::outline_sharing {
+
+using namespace ir;
+
+// What must match for two blocks' inputs to share a body: the element type
+// and rank; dimensions may differ in being known (the body declares the
+// common, more general type), static shapes that conflict split groups later.
+std::string typeKey(const Value* v) {
+  const onnx::TypeProto* t = v->type();
+  if (!t || !t->has_tensor_type()) return t ? t->SerializeAsString() : std::string("?");
+  const auto& tt = t->tensor_type();
+  std::string key = "t" + std::to_string(tt.elem_type());
+  key += tt.has_shape() ? "r" + std::to_string(tt.shape().dim_size()) : "r?";
+  return key;
+}
+
+// The input's shape when every dimension is a known number.
+std::optional<std::vector<int64_t>> staticShape(const Value* v) {
+  const onnx::TypeProto* t = v->type();
+  if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const auto& d : t->tensor_type().shape().dim()) {
+    if (!d.has_dim_value()) return std::nullopt;
+    dims.push_back(d.dim_value());
+  }
+  return dims;
+}
+
+// The most specific type true of all: dimensions that agree are kept, the others left unknown.
+std::optional<onnx::TypeProto> commonType(const std::vector<const Value*>& values) {
+  std::optional<onnx::TypeProto> common;
+  for (const Value* v : values) {
+    if (!v->type()) return std::nullopt;
+    if (!common) {
+      common = *v->type();
+      continue;
+    }
+    const onnx::TypeProto& t = *v->type();
+    if (!common->has_tensor_type() || !t.has_tensor_type()) {
+      if (common->SerializeAsString() != t.SerializeAsString()) return std::nullopt;
+      continue;
+    }
+    auto* ct = common->mutable_tensor_type();
+    if (!t.tensor_type().has_shape() || !ct->has_shape() || t.tensor_type().shape().dim_size() != ct->shape().dim_size()) {
+      ct->clear_shape();
+      continue;
+    }
+    for (int d = 0; d < ct->shape().dim_size(); ++d) {
+      auto* cd = ct->mutable_shape()->mutable_dim(d);
+      const auto& td = t.tensor_type().shape().dim(d);
+      bool same = (cd->has_dim_value() && td.has_dim_value() && cd->dim_value() == td.dim_value()) ||
+                  (cd->has_dim_param() && td.has_dim_param() && cd->dim_param() == td.dim_param());
+      if (!same) {
+        cd->clear_dim_value();
+        cd->clear_dim_param();
+      }
+    }
+  }
+  return common;
+}
+
+// PyTorch's exporter feeds later layers the parameters equal to layer 0's
+// through Identity nodes on layer 0's initializers: the layers then differ
+// in their inputs (an activation here, an initializer there) and would not
+// share a body. Such an Identity is an alias: its readers read the
+// initializer. Identities carrying `__` attributes (checkpoints) stay.
+size_t forwardWeightIdentities(Rewriter& rw, Graph& g) {
+  std::vector<Node*> aliases;
+  for (const auto& n : g.nodes()) {
+    if (n->opType() != "Identity" || !isDefaultDomain(n->domain()) || n->inputs().size() != 1) continue;
+    const Value* in = n->input(0);
+    Value* out = n->output(0);
+    if (!in || !out || !in->isInitializer() || in->isGraphInput() || in->graph() != &g) continue;
+    if (out->graphOutputCount() > 0) continue;
+    bool annotated = false;
+    for (const auto& a : n->attributes()) annotated |= a.name().starts_with("__");
+    if (!annotated) aliases.push_back(n.get());
+  }
+  for (Node* n : aliases) {
+    rw.replaceAllUsesWith(n->output(0), n->input(0));
+    rw.eraseNode(n);
+  }
+  return aliases.size();
+}
+
+// PyTorch's exporter computes what every layer computes alike from graph
+// inputs and constants (the attention mask's `(1 - mask) * -10000`) once, in
+// the first layer, and the other layers read it from there: the first layer
+// then holds ops the others do not, and they would not share a body. Nodes
+// of a block that depend only on graph inputs, initializers and Constants,
+// and that another block reads, move out of the block (with the same kind of
+// nodes they need); the block reads their value as an input, like the others.
+size_t hoistShared(Graph& g, std::vector<Block>& blocks) {
+  std::unordered_map<const Node*, size_t> blockOf;
+  for (size_t i = 0; i < blocks.size(); ++i)
+    for (const Node* n : blocks[i].nodes) blockOf[n] = i;
+  size_t hoisted = 0;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    Block& b = blocks[i];
+    std::unordered_set<const Node*> invariant;  // computes from graph inputs, initializers, Constants only
+    for (const Node* n : b.nodes) {
+      bool yes = !n->inputs().empty() || (isDefaultDomain(n->domain()) && n->opType() == "Constant");
+      for (const Value* v : n->inputs()) {
+        if (!v || v->isSource()) continue;
+        const Node* p = v->producer();
+        bool constant = isDefaultDomain(p->domain()) && p->opType() == "Constant";
+        if (!constant && !invariant.count(p)) yes = false;
+      }
+      if (!n->subgraphs().empty()) yes = false;
+      if (yes) invariant.insert(n);
+    }
+    // Those another block reads, and the invariant nodes they need.
+    std::vector<const Node*> stack;
+    for (const Node* n : b.nodes) {
+      if (!invariant.count(n)) continue;
+      // Read by its own block and by another (directly, or through an
+      // Identity outside the blocks: a checkpoint on the value). A value only
+      // other blocks read is this block's output to the next layer, not a
+      // shared computation.
+      bool shared = false, own = false;
+      std::function<void(const Value*, int)> readers = [&](const Value* v, int depth) {
+        for (const Use& u : v->uses()) {
+          const Node* owner = ownerIn(g, u.node);
+          auto it = owner ? blockOf.find(owner) : blockOf.end();
+          if (it != blockOf.end()) {
+            shared |= it->second != i;
+            own |= it->second == i;
+          } else if (depth == 0 && owner == u.node && u.node->opType() == "Identity" && u.node->output(0)) {
+            readers(u.node->output(0), 1);
+          }
+        }
+      };
+      for (const Value* v : n->outputs())
+        if (v) readers(v, 0);
+      if (shared && own) stack.push_back(n);
+    }
+    std::unordered_set<const Node*> hoist;
+    while (!stack.empty()) {
+      const Node* n = stack.back();
+      stack.pop_back();
+      if (!hoist.insert(n).second) continue;
+      for (const Value* v : n->inputs())
+        if (v && v->producer() && invariant.count(v->producer())) stack.push_back(v->producer());
+    }
+    if (hoist.empty()) continue;
+    std::vector<Node*> kept;
+    for (Node* n : b.nodes)
+      if (!hoist.count(n)) kept.push_back(n);
+    b.nodes = std::move(kept);
+    fillBoundary(g, b);
+    hoisted += hoist.size();
+  }
+  return hoisted;
+}
+
+// A checkpoint on a block's output stays in the calling graph, reading the
+// Call's output: PopART never reads recompute types inside a callee.
+size_t detachCheckpoints(Graph& g, Block& b) {
+  std::unordered_set<const Node*> members(b.nodes.begin(), b.nodes.end());
+  std::vector<Node*> kept;
+  size_t detached = 0;
+  for (Node* n : b.nodes) {
+    bool boundary = popart::isCheckpoint(*n) && n->input(0) && n->input(0)->producer() &&
+                    members.count(n->input(0)->producer());
+    if (boundary)
+      for (const Use& u : n->output(0)->uses()) boundary &= !members.count(ownerIn(g, u.node));
+    if (boundary) {
+      members.erase(n);
+      ++detached;
+    } else {
+      kept.push_back(n);
+    }
+  }
+  if (!detached) return 0;
+  b.nodes = std::move(kept);
+  fillBoundary(g, b);
+  return detached;
+}
+
+}  // namespace graphrw::passes::outline_sharing
