@@ -52,6 +52,7 @@ void ReplaceRun::run(Model& model, PassContext& context) {
     nlohmann::json entry = {{"select", r.select.str()}, {"matched", matches.size()}, {"replaced", swapped}};
     rules.push_back(entry);
   }
+  size_t dead = removeDead();  // before folding, which erases template nodes
   if (options_.fold) {
     std::erase_if(fromTemplates_, [&](Node* n) { return erasedByTemplates_.count(n) > 0; });
     weights_.fold(fromTemplates_);
@@ -63,6 +64,7 @@ void ReplaceRun::run(Model& model, PassContext& context) {
   context.details["weights_folded"] = weights_.folded();
   context.details["initializers_created"] = weights_.initializersCreated();
   context.details["initializers_removed"] = removed;
+  context.details["dead_nodes_removed"] = dead;
   context.details["functions_removed"] = functions;
 }
 
@@ -96,14 +98,43 @@ void ReplaceRun::apply(OpPlan& p) {
     else if (in.kind == ReplaceInput::Kind::Missing) inputs.push_back(nullptr);
     else inputs.push_back(weights_.constant(g, n, in.constant, joinName(n->name().empty() ? p.opType : n->name(), "input_" + std::to_string(i))));
   }
-  for (Value* v : n->inputs())
-    if (v && v->isInitializer()) weights_.pruneCandidates().insert(v);
+  noteInputs(*n);
   rw_->setOp(n, p.opType, p.domain);
   rw_->setInputs(n, inputs);
   rw_->reshapeOutputs(n, p.outputs, p.freshOutputs);
   for (const auto& name : p.drop) rw_->removeAttribute(n, name);
   for (const auto& [from, to] : p.renames) rw_->renameAttribute(n, from, to);
   for (auto& a : p.sets) rw_->setAttribute(n, a);
+}
+
+void ReplaceRun::noteInputs(const Node& n) {
+  for (Value* v : n.inputs()) {
+    if (!v) continue;
+    if (v->isInitializer()) weights_.pruneCandidates().insert(v);
+    if (Node* p = v->producer()) maybeDead_.push_back(p);
+  }
+}
+
+size_t ReplaceRun::removeDead() {
+  auto unread = [](const Node& n) {
+    if (n.outputs().empty()) return false;
+    for (const Value* v : n.outputs())
+      if (v && (!v->uses().empty() || v->graphOutputCount() > 0)) return false;
+    return true;
+  };
+  std::unordered_set<const Node*> erased;
+  size_t count = 0;
+  while (!maybeDead_.empty()) {
+    Node* n = maybeDead_.back();
+    maybeDead_.pop_back();
+    if (erased.count(n) || erasedByTemplates_.count(n) || !unread(*n)) continue;
+    noteInputs(*n);
+    std::erase(fromTemplates_, n);
+    erased.insert(n);
+    rw_->eraseNode(n);
+    ++count;
+  }
+  return count;
 }
 
 // ---- template replacement ------------------------------------------------
@@ -140,8 +171,7 @@ void ReplaceRun::applyTemplate(const Function& fn, Node* n) {
   Graph& g = *n->graph();
   for (const auto& [domain, version] : fn.opsetImports())
     if (!scopeOpsets(*model_, g).count(domain)) rw_->setOpsetImport(g, domain, version);
-  for (Value* v : n->inputs())
-    if (v && v->isInitializer()) weights_.pruneCandidates().insert(v);
+  noteInputs(*n);
   AttributeEnv env = AttributeEnv::of(*n);
   for (auto& d : fn.attributeDefaults()) env.defaults[d.name()] = d;
   // The matched op's own defaults stand for attributes the node leaves out
@@ -210,6 +240,9 @@ const RegisterPass registration{PassSpec{
              .needs = {"--with"}},
             {.flags = "--rename", .pointer = "/replacements/0/rename", .kind = Kind::Pairs,
              .help = "OLD=NEW: carry attribute OLD over as NEW; repeatable", .needs = {"--with"}},
+            {.flags = "--drop", .pointer = "/replacements/0/drop", .kind = Kind::List,
+             .help = "NAME: drop attribute NAME, which the target does not take, although its value is not the default; repeatable",
+             .needs = {"--with"}},
             {.flags = "--inputs", .pointer = "/replacements/0/inputs", .kind = Kind::Json,
              .help = "JSON list: the node's input index, null, or {\"constant\": ...} per target input",
              .needs = {"--with"}},

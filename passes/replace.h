@@ -33,6 +33,9 @@ struct Replacement {
   int64_t version = 0;  // 0: the version the scope imports (ai.graphcore: 1)
   std::vector<std::pair<std::string, nlohmann::json>> set;
   std::vector<std::pair<std::string, std::string>> rename;
+  // Attributes the target does not take whose values may go although they
+  // differ from the op's default (the maths may change: the rule says so).
+  std::vector<std::string> drop;
   std::optional<std::vector<ReplaceInput>> inputs;
   std::optional<std::vector<int>> outputs;  // new output i = old output outputs[i]; -1: a new, unused value
   // Template replacement (ONNX textual function syntax, attribute references as `name = @formal`).

@@ -52,6 +52,11 @@ class ReplaceRun {
   OpPlan plan(const Replacement& r, Node& n);
   const Resolved& resolve(const Replacement& r, Graph& g, const std::string& where);
   void apply(OpPlan& p);
+  // Whether the node's attribute says what the op does without it (its schema's or function's default).
+  bool isDefaultValue(const Node& n, const Attribute& a);
+  // Nodes whose outputs an edit left unread are removed, and those they read that it leaves unread in turn.
+  void noteInputs(const Node& n);
+  size_t removeDead();
   const Function& templateFunction(const Replacement& r);
   void checkTemplate(const Replacement& r, const Function& fn, Node& n);
   void applyTemplate(const Function& fn, Node* n);
@@ -65,6 +70,7 @@ class ReplaceRun {
   std::map<std::pair<const Replacement*, const Graph*>, Resolved> resolved_;
   std::vector<Node*> fromTemplates_;
   std::unordered_set<Node*> erasedByTemplates_;
+  std::vector<Node*> maybeDead_;  // producers of inputs replaced nodes read
 };
 
 }  // namespace graphrw::passes::replace_detail

@@ -181,10 +181,11 @@ ReplaceOptions replaceOptionsFromJson(const nlohmann::json& j, const RuleContext
         for (const auto& [k, v] : e["set"].items()) r.set.emplace_back(k, v);
       if (e.contains("rename"))
         for (const auto& [k, v] : e["rename"].items()) r.rename.emplace_back(k, v.get<std::string>());
+      if (e.contains("drop")) r.drop = e["drop"].get<std::vector<std::string>>();
       if (e.contains("inputs")) r.inputs = inputsFromJson(e["inputs"], rules.at(p + "/inputs"));
       if (e.contains("outputs")) r.outputs = e["outputs"].get<std::vector<int>>();
     } else {
-      for (const char* key : {"set", "rename", "inputs", "outputs"})
+      for (const char* key : {"set", "rename", "drop", "inputs", "outputs"})
         if (e.contains(key)) usageError(rules.at(p + "/" + key) + ": only an op replacement (with) takes " + key + "; a template gets the node's inputs, outputs and attributes as its formal parameters");
       std::string text;
       if (e.contains("template")) {

@@ -22,7 +22,31 @@ std::string arity(int lo, int hi) {
   return "between " + std::to_string(lo) + " and " + std::to_string(hi);
 }
 
+// The attribute's value without its name and documentation, for comparison.
+std::string valueKey(onnx::AttributeProto a) {
+  a.clear_name();
+  a.clear_doc_string();
+  return a.SerializeAsString();
+}
+
 }  // namespace
+
+bool ReplaceRun::isDefaultValue(const Node& n, const Attribute& a) {
+  if (a.isRef() || a.t || a.g || !a.tensors.empty() || !a.graphs.empty()) return false;
+  auto scope = scopeOpsets(*model_, *n.graph());
+  const std::string domain = isDefaultDomain(n.domain()) ? "" : n.domain();
+  if (auto it = scope.find(domain); it != scope.end())
+    if (const auto* schema = onnx::OpSchemaRegistry::Schema(n.opType(), static_cast<int>(it->second), domain)) {
+      auto attr = schema->attributes().find(a.name());
+      if (attr == schema->attributes().end() || attr->second.required) return false;
+      const onnx::AttributeProto& d = attr->second.default_value;
+      return d.has_type() && valueKey(d) == valueKey(a.proto);
+    }
+  if (const Function* fn = model_->findFunction(domain, n.opType()))
+    for (const auto& d : fn->attributeDefaults())
+      if (d.name() == a.name()) return valueKey(d) == valueKey(a.proto);
+  return false;  // nothing tells what the op does without it
+}
 
 OpPlan ReplaceRun::plan(const Replacement& r, Node& n) {
   std::string where = r.where + ": " + nodeLabel(n);
@@ -65,7 +89,17 @@ OpPlan ReplaceRun::plan(const Replacement& r, Node& n) {
   size_t minOut = schema ? static_cast<size_t>(schema->min_output()) : 0;
   size_t maxOut = schema ? static_cast<size_t>(schema->max_output()) : fn ? fn->body().outputs().size() : SIZE_MAX;
   while (p.outputs.size() < minOut) p.outputs.push_back(-1);
+  // Outputs the target lacks go when nothing reads them (Dropout's mask when it becomes an Identity).
+  if (!r.outputs)
+    for (size_t k = maxOut; k < p.outputs.size(); ++k)
+      if (Value* v = n.output(k); !v || (v->uses().empty() && v->graphOutputCount() == 0)) p.outputs[k] = -1;
   while (p.outputs.size() > maxOut && p.outputs.back() < 0) p.outputs.pop_back();
+  if (p.outputs.size() > maxOut && !r.outputs)
+    for (size_t k = maxOut; k < p.outputs.size(); ++k)
+      if (p.outputs[k] >= 0)
+        usageError(where + ": output " + std::to_string(k) + " ('" + n.output(k)->name() + "') is read but " +
+                   displayOp(p.domain, p.opType) + " has " + std::to_string(maxOut) + " output" + (maxOut == 1 ? "" : "s") +
+                   " (map them with outputs)");
   if (p.outputs.size() > maxOut)
     usageError(where + ": " + displayOp(p.domain, p.opType) + " has at most " + std::to_string(maxOut) +
                " outputs, the node's outputs map to " + std::to_string(p.outputs.size()) + " (map them with outputs)");
@@ -105,13 +139,27 @@ OpPlan ReplaceRun::plan(const Replacement& r, Node& n) {
     p.renames.emplace_back(from, to);
   }
   std::set<std::string> present;
+  const std::set<std::string> mayDrop(r.drop.begin(), r.drop.end());
   for (const auto& a : n.attributes()) {
     const std::string& target = finalName[a.name()];
+    if (mayDrop.count(a.name())) {
+      spdlog::debug("replace: {}: attribute '{}' dropped as the rule says", where, a.name());
+      p.drop.push_back(a.name());
+      continue;
+    }
     if (!accepts(target)) {
       if (a.g || !a.graphs.empty())
         usageError(where + ": attribute '" + a.name() + "' holds a subgraph that " + displayOp(p.domain, p.opType) +
                    " does not take");
-      spdlog::debug("replace: {}: attribute '{}' dropped: {} does not take it", where, a.name(), displayOp(p.domain, p.opType));
+      // Dropping an attribute that says what the op's default says changes
+      // nothing; dropping any other changes the maths, so the rule must say so.
+      if (!isDefaultValue(n, a))
+        usageError(where + ": attribute '" + a.name() + "' = " + attributeValueText(a.proto) + " is not " +
+                   opName(n) + "'s default and " + displayOp(p.domain, p.opType) +
+                   " does not take it; dropping it changes the maths (drop: [\"" + a.name() + "\"] / --drop " +
+                   a.name() + " drops it anyway)");
+      spdlog::debug("replace: {}: attribute '{}' dropped: {} does not take it (its value is the default)", where, a.name(),
+                    displayOp(p.domain, p.opType));
       p.drop.push_back(a.name());
       continue;
     }

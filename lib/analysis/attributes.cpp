@@ -1,6 +1,7 @@
 #include "attributes.h"
 
 #include <cmath>
+#include <sstream>
 
 #include "error.h"
 #include "ir.h"
@@ -138,6 +139,39 @@ onnx::AttributeProto intAttribute(const std::string& name, int64_t value) {
   a.set_type(onnx::AttributeProto::INT);
   a.set_i(value);
   return a;
+}
+
+std::string attributeValueText(const onnx::AttributeProto& a) {
+  auto number = [](double x) {
+    std::ostringstream os;
+    os << x;
+    return os.str();
+  };
+  auto list = [](const auto& items, auto text) {
+    std::string out = "[";
+    int shown = 0;
+    for (const auto& x : items) {
+      if (shown++) out += ", ";
+      if (shown > 8) {
+        out += "...";
+        break;
+      }
+      out += text(x);
+    }
+    return out + "]";
+  };
+  auto quoted = [](const std::string& s) { return "\"" + (s.size() > 40 ? s.substr(0, 40) + "..." : s) + "\""; };
+  switch (a.type()) {
+    case onnx::AttributeProto::INT: return std::to_string(a.i());
+    case onnx::AttributeProto::FLOAT: return number(a.f());
+    case onnx::AttributeProto::STRING: return quoted(a.s());
+    case onnx::AttributeProto::INTS: return list(a.ints(), [](int64_t x) { return std::to_string(x); });
+    case onnx::AttributeProto::FLOATS: return list(a.floats(), number);
+    case onnx::AttributeProto::STRINGS: return list(a.strings(), quoted);
+    case onnx::AttributeProto::TENSOR: return "<tensor>";
+    case onnx::AttributeProto::GRAPH: return "<graph>";
+    default: return a.ref_attr_name().empty() ? "<value>" : "@" + a.ref_attr_name();
+  }
 }
 
 }  // namespace graphrw

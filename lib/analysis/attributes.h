@@ -30,6 +30,9 @@ onnx::AttributeProto attributeFromJson(const std::string& name, const nlohmann::
 // (INT <-> FLOAT for integral values, INTS <-> FLOATS); nothing otherwise.
 std::optional<onnx::AttributeProto> convertAttribute(const onnx::AttributeProto& a, AttributeType expected);
 
+// A short text of an attribute's value for messages: 1, 0.5, [1, 2], "text", <tensor>.
+std::string attributeValueText(const onnx::AttributeProto& a);
+
 // An INT attribute `name` = `value`.
 onnx::AttributeProto intAttribute(const std::string& name, int64_t value);
 

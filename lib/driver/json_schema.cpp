@@ -67,7 +67,7 @@ void SchemaSet::add(const std::string& path, json schema) {
   static const std::vector<std::string> supported = {
       "$schema", "$id", "$ref", "$defs", "$comment", "title", "description", "examples", "default",
       "type", "const", "enum", "oneOf", "anyOf", "properties", "additionalProperties", "required",
-      "minProperties", "items", "minItems", "maxItems", "minLength", "minimum", "maximum", "pattern"};
+      "minProperties", "items", "minItems", "maxItems", "uniqueItems", "minLength", "minimum", "maximum", "pattern"};
   std::function<void(const json&, const std::string&)> walk = [&](const json& node, const std::string& where) {
     if (!node.is_object()) return;
     for (const auto& [k, v] : node.items()) {
@@ -198,6 +198,11 @@ std::optional<SchemaError> SchemaSet::check(const json& schema, const std::strin
       return SchemaError{pointer, "needs at least " + std::to_string(mi->get<size_t>()) + " item(s)"};
     if (auto mi = schema.find("maxItems"); mi != schema.end() && inst.size() > mi->get<size_t>())
       return SchemaError{pointer, "has more than " + std::to_string(mi->get<size_t>()) + " item(s)"};
+    if (auto u = schema.find("uniqueItems"); u != schema.end() && u->get<bool>())
+      for (size_t i = 1; i < inst.size(); ++i)
+        for (size_t j = 0; j < i; ++j)
+          if (inst[i] == inst[j])
+            return SchemaError{pointer + "/" + std::to_string(i), "repeats item " + std::to_string(j) + " (" + inst[i].dump() + ")"};
     if (auto items = schema.find("items"); items != schema.end())
       for (size_t i = 0; i < inst.size(); ++i)
         if (auto e = check(*items, doc, inst[i], pointer + "/" + std::to_string(i))) return e;

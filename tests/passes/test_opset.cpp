@@ -172,7 +172,7 @@ g (float[2,3,4] x) => (float[2,3,4] s, int64[2] shp, float[1,2,3,4] u, float[2,3
   checkSameMaths(m, at17);
 }
 
-TEST_CASE("opset: functions importing ai.onnx are converted with the model; others keep their import", "[opset]") {
+TEST_CASE("opset: functions importing ai.onnx are converted with the model, others keep their import", "[opset]") {
   auto m = parseModel(R"(
 <ir_version: 8, opset_import: ["" : 13, "local" : 1]>
 g (float[2,3] x) => (float[1,2,3] y) {

@@ -80,7 +80,7 @@ onnx::ModelProto repeatedDense() {
 
 }  // namespace
 
-TEST_CASE("seed case 8: Dense-like blocks and Dropouts behind Calls; expanding again gives the same outputs",
+TEST_CASE("seed case 8: Dense-like blocks and Dropouts behind Calls, expanding again gives the same outputs",
           "[outline][seed]") {
   for (auto [name, proto] : {std::pair{"M1", seedM1()}, {"M2", seedM2()}, {"M4", seedM4()}}) {
     INFO(name);
@@ -116,7 +116,7 @@ TEST_CASE("seed case 8: Dense-like blocks and Dropouts behind Calls; expanding a
   }
 }
 
-TEST_CASE("identical blocks share one callee name and body; different ones never do", "[outline]") {
+TEST_CASE("identical blocks share one callee name and body, different ones never do", "[outline]") {
   auto proto = repeatedDense();
   json report;
   auto model = runOutline(proto, outlineOf({kDenseBlock}), &report);

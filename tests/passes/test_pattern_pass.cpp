@@ -73,7 +73,7 @@ TEST_CASE("pattern library on PyTorch exports: GELU and q/k/v fusion match every
   }
 }
 
-TEST_CASE("pattern library: Dropout removed with one or two outputs; the tanh GELU", "[pattern]") {
+TEST_CASE("pattern library: Dropout removed with one or two outputs, the tanh GELU", "[pattern]") {
   auto m = parseModel(R"(
 <ir_version: 8, opset_import: ["" : 14]>
 g (float[2, 4] x) => (float[2, 4] y1, float[2, 4] y2, float[2, 4] y3, float[2, 4] y4, bool[2, 4] kept) {

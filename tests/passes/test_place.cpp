@@ -65,7 +65,7 @@ onnx::ModelProto chain() {
 
 }  // namespace
 
-TEST_CASE("place: matched nodes in their stage, the rest following the data; idempotent", "[place]") {
+TEST_CASE("place: matched nodes in their stage, the rest following the data, idempotent", "[place]") {
   auto options = stages({"scope=/l0/", "scope=/l1/|scope=/head/"}, {0, 1});
   nlohmann::json report;
   auto m = runPass(chain(), passes::createPlacePass(options), &report);
@@ -124,7 +124,7 @@ TEST_CASE("place: errors name the selector, the node and the edge", "[place]") {
                     Catch::Contains("2 IPUs given for 1 stage"));
 }
 
-TEST_CASE("place: sharding writes only __ipu_number; one IPU for all", "[place]") {
+TEST_CASE("place: sharding writes only __ipu_number, one IPU for all", "[place]") {
   auto o = stages({"scope=/l0/", "scope=/l1/|scope=/head/"}, {0, 1});
   o.pipeline = false;
   auto m = runPass(chain(), passes::createPlacePass(o));

@@ -335,6 +335,9 @@ main (float[4] X) => (float[4] Y) {
   proto.mutable_graph()->mutable_node(0)->set_name("hs");
   auto r = opRule("name=hs", "LeakyRelu");
   r.rename = {{"alpha", "unused"}, {"beta", "alpha"}};
+  // alpha (0.5, not HardSigmoid's default 0.2) would be lost: the rule must drop it.
+  CHECK_THROWS_WITH(runReplace(proto, {r}), Catch::Contains("attribute 'alpha' = 0.5 is not"));
+  r.drop = {"alpha"};
   auto model = runReplace(proto, {r});
   auto out = toProto(*model);
   const auto& n = out.graph().node(0);
@@ -454,4 +457,152 @@ TEST_CASE("replace through a rule file: targets, set, rename, inputs with consta
   CHECK_THROWS_WITH(parseRules(R"({"version": 1, "passes": [{"pass": "replace", "replacements": [
     {"select": {"op_type": "Dropout"}, "template": "F (x) => (y) { y = Relu (x) }", "set": {"a": 1}}]}]})", "r.json"),
                     Catch::Contains("only an op replacement (with) takes set"));
+}
+
+namespace {
+
+// A training export's Dropout: ratio and training_mode from Constant nodes,
+// the mask a second output nothing reads; once in the main graph, once in a
+// local function's body.
+const char* kTrainingDropout = R"(
+<ir_version: 8, opset_import: ["" : 17, "local" : 1]>
+g (float[2, 8] x) => (float[2, 8] y) {
+  ratio = Constant <value = float {0.1}> ()
+  mode = Constant <value = bool {1}> ()
+  d, mask = Dropout <seed = 7> (x, ratio, mode)
+  r = Relu (d)
+  y = local.Block (r)
+}
+<domain: "local", opset_import: ["" : 17]>
+Block (a) => (b) {
+  p = Constant <value = float {0.2}> ()
+  t = Constant <value = bool {1}> ()
+  c, m = Dropout (a, p, t)
+  b = Relu (c)
+}
+)";
+
+size_t countOpEverywhere(const onnx::ModelProto& m, const std::string& op) {
+  size_t n = countOp(m, op);
+  for (const auto& f : m.functions())
+    for (const auto& node : f.node()) n += node.op_type() == op;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("replace removes what its edits leave dead, in the main graph and in function bodies", "[replace]") {
+  auto proto = parseModel(kTrainingDropout);
+  auto dropout = opRule("op_type=Dropout", "Identity");
+  dropout.inputs = std::vector<passes::ReplaceInput>{{passes::ReplaceInput::Kind::Index, 0, {}}};
+  CHECK_THROWS_WITH(runReplace(proto, {dropout}), Catch::Contains("attribute 'seed' = 7 is not"));
+  dropout.drop = {"seed"};  // seed has no default: dropping it is the rule's decision
+  json report;
+  auto model = runReplace(proto, {dropout}, &report);
+  auto out = toProto(*model);
+  CHECK(countOpEverywhere(out, "Dropout") == 0);
+  CHECK(countOpEverywhere(out, "Identity") == 2);
+  // The ratio and training_mode Constants went with the inputs that read them.
+  CHECK(countOpEverywhere(out, "Constant") == 0);
+  CHECK(report["dead_nodes_removed"] == 4);
+  // The unread mask output was mapped away without an outputs list.
+  for (const auto& n : out.graph().node())
+    if (n.op_type() == "Identity") CHECK(n.output_size() == 1);
+  for (const auto& n : out.functions(0).node())
+    if (n.op_type() == "Identity") CHECK(n.output_size() == 1);
+  checkValid(*model);
+
+  SECTION("a Constant something else still reads stays") {
+    auto shared = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 8] x) => (float[2, 8] y, float z) {
+  ratio = Constant <value = float {0.1}> ()
+  d = Dropout (x, ratio)
+  y = Relu (d)
+  z = Identity (ratio)
+}
+)");
+    auto m = runReplace(shared, {dropout});
+    CHECK(countOp(toProto(*m), "Constant") == 1);
+  }
+  SECTION("a mask that is read cannot go") {
+    auto read = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 8] x) => (float[2, 8] y, bool[2, 8] keep) {
+  d, mask = Dropout (x)
+  y = Relu (d)
+  keep = Not (mask)
+}
+)");
+    CHECK_THROWS_WITH(runReplace(read, {opRule("op_type=Dropout", "Identity")}),
+                      Catch::Contains("output 1 ('mask') is read but ai.onnx::Identity has 1 output"));
+  }
+}
+
+TEST_CASE("replace refuses to drop an attribute whose value is not the default, unless the rule drops it", "[replace][errors]") {
+  // LayerNormalization over axis 1 of a 3-D input: a replacement without
+  // `axis` would normalise over the last axis only.
+  const char* text = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3, 4] x, float[3, 4] s) => (float[2, 3, 4] y, float[2, 3, 4] z) {
+  y = LayerNormalization <axis = 1, epsilon = 0.001> (x, s)
+  z = LayerNormalization <axis = -1, epsilon = 0.00001> (x, s)
+}
+)";
+  auto proto = parseModel(text);
+  passes::ReplaceOptions o;
+  o.replacements.push_back(opRule("op_type=LayerNormalization", "test.graphrw::MyNorm"));
+  o.allowUnknownOp = true;  // an unknown op takes any attribute: nothing is dropped
+  CHECK_NOTHROW(runPass(proto, passes::createReplacePass(o)));
+
+  // ai.graphcore::Scale takes only `scale`: axis and epsilon would be dropped.
+  auto scale = opRule("op_type=LayerNormalization", "ai.graphcore::Scale", {{"scale", 1.0}});
+  scale.inputs = std::vector<passes::ReplaceInput>{{passes::ReplaceInput::Kind::Index, 0, {}}};
+  auto loaded = loadModel(proto);
+  std::string before = serialize(*loaded);
+  {
+    passes::ReplaceOptions bad;
+    bad.replacements.push_back(scale);
+    PassManager pm({true, std::nullopt, ""});
+    pm.add(passes::createReplacePass(std::move(bad)));
+    CHECK_THROWS_WITH(pm.run(*loaded), Catch::Contains("attribute 'axis' = 1 is not ai.onnx::LayerNormalization's default") &&
+                                           Catch::Contains("drop: [\"axis\"] / --drop axis"));
+  }
+  CHECK(serialize(*loaded) == before);  // nothing was changed
+
+  // Dropping axis as the rule says: epsilon 0.001 is not the default either.
+  scale.drop = {"axis"};
+  CHECK_THROWS_WITH(runReplace(proto, {scale}), Catch::Contains("attribute 'epsilon' = 0.001"));
+  scale.drop = {"axis", "epsilon"};
+  auto model = runReplace(proto, {scale});
+  CHECK(countOp(toProto(*model), "Scale") == 2);
+
+  // Only the default-valued node: its attributes go without a word.
+  auto onlyDefault = scale;
+  onlyDefault.drop.clear();
+  auto m2 = runReplace(parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3, 4] x, float[3, 4] s) => (float[2, 3, 4] z) {
+  z = LayerNormalization <axis = -1, epsilon = 0.00001> (x, s)
+}
+)"), {onlyDefault});
+  auto out = toProto(*m2);
+  CHECK(countOp(out, "Scale") == 1);
+  for (const auto& n : out.graph().node())
+    if (n.op_type() == "Scale") CHECK(n.attribute_size() == 1);
+
+  SECTION("from the command line with --drop") {
+    test::TempDir dir;
+    writeProto(proto, dir / "m.onnx");
+    std::string base = test::graphrwBin() + " replace " + (dir / "m.onnx").string() +
+                       " --select op_type=LayerNormalization --with ai.graphcore::Scale --set scale=1.0 --inputs '[0]' -o " +
+                       (dir / "out.onnx").string();
+    auto refused = test::run(base);
+    CHECK(refused.status == 2);
+    CHECK_THAT(refused.err, Catch::Contains("--drop axis"));
+    CHECK_FALSE(std::filesystem::exists(dir / "out.onnx"));
+    auto ok = test::run(base + " --drop axis --drop epsilon");
+    CHECK(ok.status == 0);
+    CHECK(countOp(readProto(dir / "out.onnx"), "Scale") == 2);
+  }
 }
