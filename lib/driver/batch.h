@@ -16,6 +16,7 @@ struct BatchItem {
   bool ok = false;
   int exitCode = 0;
   std::string error;  // one line
+  size_t warnings = 0;  // warning and error log lines the conversion wrote
   nlohmann::json report = nlohmann::json::array();  // the pass report, when asked
 };
 

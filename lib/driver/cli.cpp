@@ -1,11 +1,11 @@
 #include "cli.h"
 
-#include <spdlog/pattern_formatter.h>
-#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <mutex>
@@ -14,6 +14,9 @@
 #include "atomic_file.h"
 #include "batch.h"
 #include "cli_common.h"
+#include "compare.h"
+#include "completion.h"
+#include "console.h"
 #include "error.h"
 #include "graphcore_ops.h"
 #include "inspect.h"
@@ -27,32 +30,6 @@ namespace fs = std::filesystem;
 
 namespace graphrw::cli {
 namespace {
-
-// %E: the message with control characters escaped (names come from models).
-class EscapedMessage final : public spdlog::custom_flag_formatter {
- public:
-  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
-    std::string text = escapeControl(std::string_view(msg.payload.data(), msg.payload.size()));
-    dest.append(text.data(), text.data() + text.size());
-  }
-  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<EscapedMessage>(); }
-};
-
-void setupLogging(int verbosity, bool quiet) {
-  auto logger = spdlog::stderr_logger_mt("graphrw");  // batch workers log too
-  auto formatter = std::make_unique<spdlog::pattern_formatter>();
-  formatter->add_flag<EscapedMessage>('E').set_pattern("graphrw: %l: %E");
-  logger->set_formatter(std::move(formatter));
-  spdlog::set_default_logger(logger);
-  if (quiet)
-    spdlog::set_level(spdlog::level::err);
-  else if (verbosity >= 2)
-    spdlog::set_level(spdlog::level::trace);
-  else if (verbosity == 1)
-    spdlog::set_level(spdlog::level::debug);
-  else
-    spdlog::set_level(spdlog::level::info);
-}
 
 std::string unknownCommand(const CLI::App& app, const std::string& word) {
   std::vector<std::string> names;
@@ -252,7 +229,38 @@ int runBatchCommand(const std::string& rulesPath, const std::vector<std::string>
   writeOptions.protect.assign(all.begin(), all.end());
   std::once_flag madeOutDir;
   bool tty = isatty(STDERR_FILENO) && !flags.quiet;
+  const auto start = std::chrono::steady_clock::now();
+  std::mutex runningMutex;
+  std::vector<std::string> running;  // models being converted, oldest first
+  size_t doneSoFar = 0, failedSoFar = 0;
+  // done/total, failures, ETA and the model started last, on one line.
+  auto status = [&] {
+    size_t width = 24, filled = width * doneSoFar / items.size();
+    std::string line = "[" + std::string(filled, '=') + std::string(width - filled, ' ') + "] " +
+                       std::to_string(doneSoFar) + "/" + std::to_string(items.size());
+    if (failedSoFar) line += ", " + std::to_string(failedSoFar) + " failed";
+    if (doneSoFar) {
+      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      auto left = static_cast<long>(elapsed / static_cast<double>(doneSoFar) * static_cast<double>(items.size() - doneSoFar) + 0.5);
+      char eta[32];
+      std::snprintf(eta, sizeof eta, ", %ld:%02ld left", left / 60, left % 60);
+      line += eta;
+    }
+    if (!running.empty()) line += ": " + escapeControl(running.back());
+    return line;
+  };
   auto job = [&](BatchItem& item) {
+    ModelLogScope scope(item.input);  // its log lines name the model
+    if (tty) {
+      std::lock_guard lock(runningMutex);
+      running.push_back(item.input);
+      setStatusLine(status());
+    }
+    struct Finish {  // counts the model's warnings however the job ends
+      BatchItem& item;
+      ModelLogScope& scope;
+      ~Finish() { item.warnings = scope.warnings(); }
+    } finish{item, scope};
     auto model = loadModel(item.input);
     PassManager pm(flags.options());
     for (const auto& p : rules.passes) pm.add(p);
@@ -270,33 +278,51 @@ int runBatchCommand(const std::string& rulesPath, const std::vector<std::string>
   };
   auto progress = [&](const BatchItem& item, size_t done, size_t failed) {
     if (tty) {
-      size_t width = 30, filled = width * done / items.size();
-      std::cerr << "\r[" << std::string(filled, '=') << std::string(width - filled, ' ') << "] " << done << "/"
-                << items.size() << (failed ? " (" + std::to_string(failed) + " failed)" : std::string()) << std::flush;
-      if (done == items.size()) std::cerr << "\n";
+      std::lock_guard lock(runningMutex);
+      std::erase(running, item.input);
+      doneSoFar = done;
+      failedSoFar = failed;
+      if (!item.ok)
+        printLine("graphrw: error: " +
+                  escapeControl(item.error.starts_with(item.input) ? item.error : item.input + ": " + item.error));
+      setStatusLine(done == items.size() ? std::string() : status());
     } else if (!flags.quiet) {
-      std::cerr << "graphrw: [" << done << "/" << items.size() << "] " << escapeControl(item.input) << ": "
-                << (item.ok ? (flags.dryRun ? "checked (dry run)" : "converted") : "failed") << "\n";
+      std::string warned =
+          item.warnings ? " (" + std::to_string(item.warnings) + " warning" + (item.warnings == 1 ? "" : "s") + ")" : "";
+      printLine("graphrw: [" + std::to_string(done) + "/" + std::to_string(items.size()) + "] " +
+                escapeControl(item.input) + ": " +
+                (item.ok ? (flags.dryRun ? "checked (dry run)" : "converted") : "failed") + warned);
     }
   };
   runBatch(items, jobs, job, progress);
-  size_t failed = 0;
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  size_t failed = 0, warnings = 0, warnedModels = 0;
   nlohmann::json reports = nlohmann::json::array();
   for (const auto& item : items) {
     if (!item.ok) ++failed;
+    warnings += item.warnings;
+    warnedModels += item.warnings > 0;
     reports.push_back({{"model", item.input},
                        {"output", item.ok && !flags.dryRun ? item.output : ""},
                        {"ok", item.ok},
                        {"error", item.error},
+                       {"warnings", item.warnings},
                        {"passes", item.report}});
   }
-  std::cerr << "graphrw: converted " << items.size() - failed << ", failed " << failed << "\n";
+  char took[32];
+  std::snprintf(took, sizeof took, "%.1f", seconds);
+  std::cerr << "graphrw: " << (flags.dryRun ? "checked " : "converted ") << items.size() - failed << ", failed " << failed
+            << ", " << warnings << " warning" << (warnings == 1 ? "" : "s") << " in " << warnedModels << " model"
+            << (warnedModels == 1 ? "" : "s") << ", " << took << " s\n";
   for (const auto& item : items)
     if (!item.ok)
       std::cerr << "graphrw:   " << escapeControl(item.error.starts_with(item.input) ? item.error : item.input + ": " + item.error)
                 << "\n";
+  nlohmann::json summary = {{"models", items.size()}, {"converted", items.size() - failed}, {"failed", failed},
+                            {"warnings", warnings}, {"models_with_warnings", warnedModels}, {"seconds", seconds},
+                            {"dry_run", flags.dryRun}};
   if (!flags.report.empty())
-    writeText(flags.report, nlohmann::json{{"rules", rulesPath}, {"models", reports}}.dump(2) + "\n");
+    writeText(flags.report, nlohmann::json{{"rules", rulesPath}, {"summary", summary}, {"models", reports}}.dump(2) + "\n");
   return failed ? static_cast<int>(ExitCode::BadInput) : 0;
 }
 
@@ -306,6 +332,47 @@ std::string rulesTag(const std::string& rulesPath) {
   for (std::string_view ext : {".json", ".rules"})
     if (name.size() > ext.size() && name.ends_with(ext)) name.resize(name.size() - ext.size());
   return name.empty() ? "rewritten" : name;
+}
+
+// The command line's declarations as completion data.
+CompletionSpec completionSpec(const CLI::App& app) {
+  auto optionsOf = [](const CLI::App& cmd) {
+    std::vector<CompletionOption> out;
+    for (const CLI::Option* o : cmd.get_options()) {
+      if (!o->nonpositional()) continue;
+      CompletionOption c;
+      for (const auto& n : o->get_snames()) c.names.push_back("-" + n);
+      for (const auto& n : o->get_lnames()) c.names.push_back("--" + n);
+      c.help = o->get_description();
+      c.takesValue = o->get_type_size() > 0;
+      const std::string type = o->get_type_name();
+      if (auto open = type.find('{'), close = type.rfind('}'); open != std::string::npos && close > open) {
+        std::string list = type.substr(open + 1, close - open - 1), item;
+        for (char ch : list + ",") {
+          if (ch == ',') {
+            if (!item.empty()) c.choices.push_back(item);
+            item.clear();
+          } else if (ch != ' ') {
+            item += ch;
+          }
+        }
+      }
+      std::string lower = c.help;
+      std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+      c.file = c.takesValue && c.choices.empty() &&
+               (lower.find("file") != std::string::npos || lower.find("folder") != std::string::npos);
+      out.push_back(std::move(c));
+    }
+    return out;
+  };
+  CompletionSpec spec;
+  spec.global = optionsOf(app);
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    CompletionCommand c{sub->get_name(), sub->get_description(), optionsOf(*sub), false};
+    for (const CLI::Option* o : sub->get_options()) c.filePositionals |= !o->nonpositional() && sub->get_name() != "help";
+    spec.commands.push_back(std::move(c));
+  }
+  return spec;
 }
 
 }  // namespace
@@ -327,12 +394,16 @@ int main(int argc, char** argv) {
   auto* inspect = app.add_subcommand("inspect", "Summarise a model: opsets, ops, functions, weights, PopART attributes");
   inspect->add_option("model", input, "ONNX model, or - for stdin")->required();
   inspect->add_flag("--json", json, "Print JSON");
+  inspect->footer("\nExamples:\n  graphrw inspect model.onnx\n  graphrw inspect --json model.onnx | jq '.ops'\n"
+                  "  graphrw expand model.onnx -o - | graphrw inspect -\n");
 
   ExternalOptions external;
   auto* convert = app.add_subcommand("convert", "Load and write a model again (external data conversion)");
   convert->add_option("model", input, "ONNX model, or - for stdin")->required();
   convert->add_option("-o,--output", output, "Output file, or - for stdout (default: MODEL.converted.onnx)");
   external.add(convert);
+  convert->footer("\nExamples:\n  graphrw convert big.onnx --external-data big.data -o big.split.onnx\n"
+                  "  graphrw convert big.split.onnx --embed-external-data -o big.onnx\n  graphrw convert - -o model.onnx < model.onnx\n");
 
   // One subcommand per registered pass (passes/), generated from its declaration.
   PassCommands passCommands(app);
@@ -351,12 +422,43 @@ int main(int argc, char** argv) {
   run->add_option("--shard", shard, "Take share I of N (0 <= I < N) of the sorted inputs");
   runFlags.add(run);
   runExternal.add(run);
+  run->footer("\nExamples:\n  graphrw run examples/popart.rules.json model.onnx -o model.ipu.onnx\n"
+              "  graphrw run rules.json models/*.onnx --out-dir converted -j 2 --report report.json\n"
+              "  graphrw run rules.json model.onnx --dry-run\n");
 
   auto* schema = app.add_subcommand("schema", "Print the JSON Schema of rule files (draft 2020-12)");
+  schema->footer("\nExamples:\n  graphrw schema > graphrw-rules.schema.json\n  graphrw schema | jq '.properties.passes'\n");
 
   std::string helpTopic;
   auto* help = app.add_subcommand("help", "Show the help of graphrw or of one command: graphrw help [COMMAND]");
   help->add_option("command", helpTopic, "A command");
+  help->footer("\nExamples:\n  graphrw help\n  graphrw help outline\n");
+
+  std::string modelB;
+  std::vector<std::string> compareInputs;
+  CompareOptions compareOptions;
+  auto* compare = app.add_subcommand(
+      "compare", "Run two models under ONNX Runtime on the same inputs and compare every output (ai.graphcore ops mapped back)");
+  compare->add_option("a", input, "The model before (ONNX file)")->required();
+  compare->add_option("b", modelB, "The model after (ONNX file)")->required();
+  compare->add_option("--input", compareInputs, "NAME=FILE.npy: this input's data (others: random of the declared shape); repeatable");
+  compare->add_option("--rtol", compareOptions.rtol, "Relative tolerance: |a - b| <= atol + rtol * |b|")->capture_default_str();
+  compare->add_option("--atol", compareOptions.atol, "Absolute tolerance")->capture_default_str();
+  compare->add_option("--seed", compareOptions.seed, "Seed of the random inputs")->capture_default_str();
+  compare->add_option("--int-max", compareOptions.intMax, "Random integer inputs are drawn from [0, N)")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 30));
+  compare->add_flag("--json", json, "Print JSON");
+  compare->footer("\nExamples:\n  graphrw compare model.onnx model.ipu.onnx\n"
+                  "  graphrw compare model.onnx model.ipu.onnx --input input_ids=ids.npy --rtol 1e-3\n"
+                  "  graphrw compare a.onnx b.onnx --json | jq '.outputs'\n"
+                  "\nExit status: 0 when every output agrees within the tolerances, 1 when one does not.\n"
+                  "Needs ONNX Runtime for Node.js (npm install --ignore-scripts onnxruntime-node@1.30.0; GRAPHRW_ORT_DIR).\n");
+
+  std::string shell;
+  auto* completion = app.add_subcommand("completion", "Print a shell completion script: graphrw completion bash|zsh");
+  completion->add_option("shell", shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
+  completion->footer("\nExamples:\n  source <(graphrw completion bash)\n"
+                     "  graphrw completion zsh > ~/.zfunc/_graphrw   # a folder in $fpath\n");
 
   std::string target;
   auto* validate = app.add_subcommand("validate", "ONNX checker, strict shape inference, IR verifier, PopART attribute types");
@@ -364,6 +466,8 @@ int main(int argc, char** argv) {
   validate->add_flag("--json", json, "Print JSON");
   validate->add_option("--target", target, "Also check what this target's import refuses (popart)")
       ->check(CLI::IsMember({"popart"}));
+  validate->footer("\nExamples:\n  graphrw validate model.onnx\n  graphrw validate --target popart model.ipu.onnx\n"
+                   "  graphrw validate --json model.onnx | jq '.findings'\n");
 
   try {
     app.parse(argc, argv);
@@ -387,6 +491,11 @@ int main(int argc, char** argv) {
       }
     std::cerr << "graphrw: error: " << escapeControl(unknownCommand(app, helpTopic)) << "\n";
     return static_cast<int>(ExitCode::Usage);
+  }
+  if (completion->parsed()) {
+    auto spec = completionSpec(app);
+    std::cout << (shell == "bash" ? bashCompletion(spec) : zshCompletion(spec));
+    return 0;
   }
   setupLogging(verbosity, quiet);
   registerGraphcoreOps();
@@ -420,6 +529,54 @@ int main(int argc, char** argv) {
       RuleFile rules = loadRules(rulesPath);  // every error before the model is even read
       std::string out = outputPath(input, output, rulesTag(rulesPath));
       return runPipeline(input, out, std::move(rules.passes), runFlags, runExternal);
+    }
+    if (compare->parsed()) {
+      for (const auto& text : compareInputs) {
+        auto eq = text.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+          usageError("--input '" + text + "': expected NAME=FILE.npy");
+        compareOptions.inputs[text.substr(0, eq)] = text.substr(eq + 1);
+      }
+      if (compareOptions.rtol < 0 || compareOptions.atol < 0) usageError("--rtol and --atol cannot be negative");
+      auto a = loadModel(input);
+      auto b = loadModel(modelB);
+      for (const auto& [name, file] : compareOptions.inputs) {
+        bool known = false;
+        for (const auto& in : a->graph().inputs()) known |= in.value->name() == name && !in.value->isInitializer();
+        if (!known) usageError("--input " + name + "=" + file + ": " + input + " has no input '" + name + "'");
+      }
+      auto result = compareModels(*a, *b, compareOptions);
+      if (json) {
+        std::cout << result.dump(2) << "\n";
+      } else {
+        for (const auto& in : result["inputs"]) {
+          std::string dims;
+          for (const auto& d : in["dims"]) dims += (dims.empty() ? "" : ",") + std::to_string(d.get<int64_t>());
+          std::cout << "input  " << escapeControl(in["name"].get<std::string>()) << ": " << in["type"].get<std::string>()
+                    << "[" << dims << "] " << escapeControl(in["from"].get<std::string>())
+                    << (in["from"] == "random" ? " (seed " + std::to_string(compareOptions.seed) + ")" : std::string())
+                    << "\n";
+        }
+        for (const auto& out : result["outputs"]) {
+          std::cout << "output " << escapeControl(out["name"].get<std::string>()) << ": ";
+          if (out.contains("problem")) {
+            std::cout << escapeControl(out["problem"].get<std::string>()) << "\n";
+            continue;
+          }
+          auto number = [](const nlohmann::json& v) {
+            if (v.is_string()) return v.get<std::string>();
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%.3g", v.get<double>());
+            return std::string(buf);
+          };
+          std::cout << out["type"].get<std::string>() << ", max abs diff " << number(out["max_abs"]) << ", max rel diff "
+                    << number(out["max_rel"]) << (out["within"].get<bool>() ? ": within" : ": OUTSIDE") << " tolerance\n";
+        }
+        char tol[64];
+        std::snprintf(tol, sizeof tol, "rtol %g, atol %g", compareOptions.rtol, compareOptions.atol);
+        std::cout << (result["ok"].get<bool>() ? "same outputs within " : "outputs differ beyond ") << tol << "\n";
+      }
+      return result["ok"].get<bool>() ? 0 : static_cast<int>(ExitCode::Findings);
     }
     if (schema->parsed()) {
       std::cout << ruleFileSchema().dump(2) << "\n";

@@ -41,14 +41,24 @@ struct Counts {
   std::map<FunctionKey, size_t> calls;
   std::map<std::pair<std::string, std::string>, size_t> popart;  // (name, type) -> count
   size_t nodes = 0;
-  size_t subgraphs = 0;
   json checkpoints = json::array();  // {"node", "value"}
   size_t recompute = 0;
-  std::map<int64_t, size_t> perStage, perIpu;  // ops (subgraphs included) per __pipeline_stage / __ipu_number
+  std::map<int64_t, size_t> perStage, perIpu;  // ops per __pipeline_stage / __ipu_number
+
+  void add(const Counts& o) {
+    for (const auto& [k, n] : o.ops) ops[k] += n;
+    for (const auto& [k, n] : o.calls) calls[k] += n;
+    for (const auto& [k, n] : o.popart) popart[k] += n;
+    nodes += o.nodes;
+    recompute += o.recompute;
+    for (const auto& [k, n] : o.perStage) perStage[k] += n;
+    for (const auto& [k, n] : o.perIpu) perIpu[k] += n;
+  }
 };
 
-void countGraph(const Model& model, Graph& g, Counts& c, bool isSub) {
-  if (isSub) c.subgraphs++;
+// The nodes of one graph, its subgraphs not included.
+Counts countNodes(const Model& model, const Graph& g) {
+  Counts c;
   for (const auto& n : g.nodes()) {
     c.nodes++;
     c.ops[{isDefaultDomain(n->domain()) ? "ai.onnx" : n->domain(), n->opType()}]++;
@@ -62,8 +72,60 @@ void countGraph(const Model& model, Graph& g, Counts& c, bool isSub) {
       c.checkpoints.push_back({{"node", n->name()}, {"value", n->input(0) ? n->input(0)->name() : ""}});
     else if (popart::recomputeType(*n) == popart::kRecompute)
       c.recompute++;
-    for (Graph* sub : n->subgraphs()) countGraph(model, *sub, c, true);
   }
+  return c;
+}
+
+// One graph of the model as inspect lists it: the main graph, a function
+// body, a Call's callee (once per callee name, however many Calls carry a
+// copy: PopART builds it once) or another subgraph (If/Loop/Scan bodies).
+struct GraphEntry {
+  std::string kind, name;
+  Counts counts;
+  size_t calls = 0;  // callees: the Calls that carry it
+};
+
+class GraphLister {
+ public:
+  explicit GraphLister(const Model& model) : model_(model) {}
+  std::vector<GraphEntry> entries;
+  size_t subgraphs = 0;  // every subgraph attribute, copies of a callee included
+
+  void visit(const Graph& g, std::string kind, std::string name) {
+    entries.push_back({std::move(kind), std::move(name), countNodes(model_, g), 0});
+    for (const auto& n : g.nodes())
+      for (const auto& a : n->attributes()) {
+        std::vector<const Graph*> subs;
+        if (a.g) subs.push_back(a.g.get());
+        for (const auto& sub : a.graphs) subs.push_back(sub.get());
+        for (const Graph* sub : subs) {
+          subgraphs++;
+          bool callee = n->domain() == "ai.graphcore" && n->opType() == "Call" && a.name() == "callee";
+          if (callee) {
+            std::string calleeName = sub->residual().name();
+            if (auto it = callees_.find(calleeName); it != callees_.end()) {
+              entries[it->second].calls++;
+              continue;
+            }
+            callees_[calleeName] = entries.size();
+            visit(*sub, "callee", calleeName);
+            entries[callees_[calleeName]].calls = 1;
+          } else {
+            visit(*sub, "subgraph", (n->name().empty() ? n->opType() : n->name()) + "/" + a.name());
+          }
+        }
+      }
+  }
+
+ private:
+  const Model& model_;
+  std::map<std::string, size_t> callees_;  // callee name -> index in entries
+};
+
+json opList(const Counts& c) {
+  json ops = json::array();
+  for (const auto& [key, count] : c.ops) ops.push_back({{"domain", key.first}, {"op_type", key.second}, {"count", count}});
+  return ops;
 }
 
 json valueList(const std::vector<ValueInfo>& list) {
@@ -87,41 +149,45 @@ json inspectModel(Model& model) {
   j["opset_import"] = opsets;
 
   Graph& g = model.graph();
-  Counts main;
-  countGraph(model, g, main, false);
+  GraphLister lister(model);
+  lister.visit(g, "main", g.residual().name());
+  size_t inMain = 0;  // nodes of the main graph and of the subgraphs under it, every callee copy included
+  model.graph().walkGraphs([&](Graph& sub) { inMain += sub.nodeCount(); });
+  const size_t mainSubgraphs = lister.subgraphs;
+  for (const auto& f : model.functions()) lister.visit(f->body(), "function", f->key().str());
+
+  // Totals over every graph: each callee once, however many Calls carry it.
+  Counts all;
+  json checkpoints = json::array(), graphs = json::array();
+  for (const auto& e : lister.entries) {
+    all.add(e.counts);
+    for (const auto& cp : e.counts.checkpoints) {
+      json entry = cp;
+      if (e.kind != "main") entry[e.kind] = e.name;
+      checkpoints.push_back(entry);
+    }
+    json ge = {{"kind", e.kind}, {"name", e.name}, {"nodes", e.counts.nodes}, {"ops", opList(e.counts)}};
+    if (e.kind == "callee") ge["calls"] = e.calls;
+    graphs.push_back(ge);
+  }
   j["graph"] = {{"name", g.residual().name()},
                 {"inputs", valueList(g.inputs())},
                 {"outputs", valueList(g.outputs())},
                 {"nodes", g.nodeCount()},
-                {"nodes_with_subgraphs", main.nodes},
-                {"subgraphs", main.subgraphs}};
-  json ops = json::array();
-  for (const auto& [key, count] : main.ops) ops.push_back({{"domain", key.first}, {"op_type", key.second}, {"count", count}});
-  j["ops"] = ops;
+                {"nodes_with_subgraphs", inMain},
+                {"subgraphs", mainSubgraphs}};
+  j["ops"] = opList(all);
+  j["graphs"] = graphs;
 
-  // Calls are counted wherever they appear: the main graph, subgraphs and other function bodies.
-  std::map<FunctionKey, size_t> calls = main.calls;
-  std::map<std::pair<std::string, std::string>, size_t> popart = main.popart;
   json functions = json::array();
-  std::vector<Counts> bodies;
-  for (const auto& f : model.functions()) {
-    Counts c;
-    countGraph(model, f->body(), c, false);
-    for (const auto& [k, n] : c.calls) calls[k] += n;
-    for (const auto& [k, n] : c.popart) popart[k] += n;
-    for (const auto& cp : c.checkpoints) main.checkpoints.push_back({{"function", f->key().str()}, {"node", cp["node"]}, {"value", cp["value"]}});
-    main.recompute += c.recompute;
-    bodies.push_back(std::move(c));
-  }
-  for (size_t i = 0; i < model.functions().size(); ++i) {
-    const auto& f = model.functions()[i];
+  for (const auto& f : model.functions())
     functions.push_back({{"domain", f->key().domain},
                          {"name", f->key().name},
                          {"overload", f->key().overload},
                          {"nodes", f->body().nodeCount()},
-                         {"calls", calls[f->key()]}});
-  }
+                         {"calls", all.calls[f->key()]}});
   j["functions"] = functions;
+  const auto& popart = all.popart;
 
   size_t count = 0;
   uint64_t bytes = 0;
@@ -146,10 +212,10 @@ json inspectModel(Model& model) {
   json pa = json::array();
   for (const auto& [key, n] : popart) pa.push_back({{"name", key.first}, {"type", key.second}, {"count", n}});
   j["popart_attributes"] = pa;
-  j["recomputation"] = {{"checkpoints", main.checkpoints}, {"recompute_marked", main.recompute}};
+  j["recomputation"] = {{"checkpoints", checkpoints}, {"recompute_marked", all.recompute}};
   json stages = json::object(), ipus = json::object();
-  for (const auto& [s, n] : main.perStage) stages[std::to_string(s)] = n;
-  for (const auto& [i, n] : main.perIpu) ipus[std::to_string(i)] = n;
+  for (const auto& [s, n] : all.perStage) stages[std::to_string(s)] = n;
+  for (const auto& [i, n] : all.perIpu) ipus[std::to_string(i)] = n;
   j["placement"] = {{"nodes_per_stage", stages}, {"nodes_per_ipu", ipus}};
   return j;
 }
@@ -168,7 +234,18 @@ std::string renderInspection(const json& j) {
     for (const auto& v : g[side])
       os << "  " << (side[0] == 'i' ? "input  " : "output ") << v["name"].get<std::string>() << ": "
          << v["type"].get<std::string>() << "\n";
-  os << "ops:\n";
+  size_t functions = 0, callees = 0, subgraphs = 0;
+  for (const auto& e : j["graphs"]) {
+    const std::string kind = e["kind"].get<std::string>();
+    functions += kind == "function";
+    callees += kind == "callee";
+    subgraphs += kind == "subgraph";
+  }
+  auto some = [](size_t n, const char* one, const char* many) {
+    return n == 0 ? std::string() : ", " + std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  os << "ops (main graph" << some(functions, "function body", "function bodies")
+     << some(callees, "callee", "callees (each once)") << some(subgraphs, "subgraph", "subgraphs") << "):\n";
   for (const auto& op : j["ops"])
     os << "  " << op["count"].get<size_t>() << "\t" << op["domain"].get<std::string>() << "::" << op["op_type"].get<std::string>() << "\n";
   os << "functions: " << j["functions"].size() << "\n";
@@ -188,9 +265,15 @@ std::string renderInspection(const json& j) {
        << "\n";
   const auto& rc = j["recomputation"];
   os << "checkpoints: " << rc["checkpoints"].size() << "\n";
-  for (const auto& cp : rc["checkpoints"])
-    os << "  " << cp["value"].get<std::string>() << " (node " << cp["node"].get<std::string>()
-       << (cp.contains("function") ? ", in " + cp["function"].get<std::string>() : std::string()) << ")\n";
+  for (const auto& cp : rc["checkpoints"]) {
+    std::vector<std::string> where;
+    if (!cp["node"].get<std::string>().empty()) where.push_back("node " + cp["node"].get<std::string>());
+    for (const char* kind : {"function", "callee", "subgraph"})
+      if (cp.contains(kind)) where.push_back(std::string("in ") + kind + " " + cp[kind].get<std::string>());
+    os << "  " << cp["value"].get<std::string>();
+    for (size_t i = 0; i < where.size(); ++i) os << (i ? ", " : " (") << where[i];
+    os << (where.empty() ? "" : ")") << "\n";
+  }
   os << "recompute marks: " << rc["recompute_marked"].get<size_t>() << "\n";
   const auto& pl = j["placement"];
   if (!pl["nodes_per_stage"].empty() || !pl["nodes_per_ipu"].empty()) {

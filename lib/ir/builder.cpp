@@ -147,7 +147,11 @@ class Builder {
   }
 
   Value* defineSource(Graph& g, const std::string& name, const char* what) {
-    if (name.empty()) badInput(std::string(what) + " with no name");
+    if (name.empty()) {
+      std::string message = what;  // not std::string(what) + "...": GCC 12 -O2 warns falsely (-Warray-bounds)
+      message += " with no name";
+      badInput(message);
+    }
     if (Value* v = g.findLocal(name)) return v;
     return g.addValue(name);
   }

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "batch.h"
 #include "models.h"
@@ -399,8 +400,13 @@ TEST_CASE("run over many models draws a progress bar on a terminal", "[cli][batc
   std::string cmd = bin() + " run " + q(rules) + joined(inputs) + " --out-dir " + q(dir / "out");
   auto r = run("script -qec \"" + cmd + "\" /dev/null");
   CHECK(r.status == 3);
-  CHECK_THAT(r.out, Catch::Contains("\r[") && Catch::Contains("] 6/6 (1 failed)"));
+  // One status line, redrawn in place: done/total, failures, time left, the model being converted.
+  CHECK_THAT(r.out, Catch::Contains("\r\033[K[") && Catch::Contains("] 5/6, 1 failed, ") && Catch::Contains(" left: "));
+  CHECK_THAT(r.out, Catch::Contains("in/m1.onnx"));
   CHECK_THAT(r.out, !Catch::Contains("[1/6]"));  // no per-model lines on a terminal
+  // The failure on a line of its own, naming the model once; then the summary.
+  CHECK_THAT(r.out, Catch::Contains("\033[Kgraphrw: error: " + (dir / "in" / "broken.onnx").string() + ": not an ONNX model"));
+  CHECK_THAT(r.out, Catch::Contains("graphrw: converted 5, failed 1, 0 warnings in 0 models, "));
 }
 
 TEST_CASE("payloads copied file to file and file to pipe give identical bytes", "[cli][writer]") {
@@ -450,4 +456,93 @@ TEST_CASE("usage errors suggest the command or flag meant and point at that comm
   auto quiet = run(bin() + " convert " + q(m) + " -o " + q(dir / "q.onnx") + " -q");
   CHECK(quiet.status == 0);
   CHECK(quiet.err.empty());
+}
+
+TEST_CASE("inspect counts ops in every graph (functions, If branches, callees once) and lists checkpoints once per graph", "[cli]") {
+  graphrw::test::TempDir dir;
+  // Two Calls carry copies of callee 'layer' (PopART builds it once), each
+  // with a checkpoint inside; a function body and an If branch hold Dropouts.
+  auto proto = graphrw::test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17, "local" : 1, "ai.graphcore" : 1]>
+main (float[2,4] X, bool c) => (float[2,4] Y, float[2,4] Z) {
+  A = local.Block (X)
+  B = ai.graphcore.Call <num_outputs = 1, callee = layer (float[2,4] a) => (float[2,4] b) {
+    r = Relu (a)
+    b = Identity <__recompute_output_in_backward_pass = 1> (r)
+  }> (A)
+  Y = ai.graphcore.Call <num_outputs = 1, callee = layer (float[2,4] a) => (float[2,4] b) {
+    r = Relu (a)
+    b = Identity <__recompute_output_in_backward_pass = 1> (r)
+  }> (B)
+  Z = If (c) <then_branch = t () => (float[2,4] o) {
+    o = Dropout (X)
+  }, else_branch = e () => (float[2,4] o) {
+    o = Identity (X)
+  }>
+}
+<domain: "local", opset_import: ["" : 17]>
+Block (x) => (y) {
+  y = Dropout (x)
+}
+)");
+  graphrw::test::writeProto(proto, dir / "m.onnx");
+  auto r = run(bin() + " inspect --json " + q(dir / "m.onnx"));
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  std::map<std::string, size_t> ops;
+  for (const auto& op : j["ops"]) ops[op["op_type"].get<std::string>()] = op["count"].get<size_t>();
+  CHECK(ops["Dropout"] == 2);   // the function's and the then branch's
+  CHECK(ops["Relu"] == 1);      // the callee, once for its two copies
+  CHECK(ops["Identity"] == 2);  // the callee's checkpoint and the else branch
+  CHECK(ops["Call"] == 2);
+  CHECK(ops["If"] == 1);
+  std::map<std::string, nlohmann::json> graphs;
+  for (const auto& g : j["graphs"]) graphs[g["kind"].get<std::string>() + " " + g["name"].get<std::string>()] = g;
+  REQUIRE(graphs.count("main main"));
+  CHECK(graphs["main main"]["nodes"] == 4);
+  REQUIRE(graphs.count("callee layer"));
+  CHECK(graphs["callee layer"]["calls"] == 2);
+  CHECK(graphs["callee layer"]["nodes"] == 2);
+  REQUIRE(graphs.count("function local::Block"));
+  CHECK(graphs["function local::Block"]["ops"][0]["op_type"] == "Dropout");
+  CHECK(graphs.size() == 5);  // main, callee, two branches, the function
+  REQUIRE(j["recomputation"]["checkpoints"].size() == 1);
+  CHECK(j["recomputation"]["checkpoints"][0]["callee"] == "layer");
+
+  auto text = run(bin() + " inspect " + q(dir / "m.onnx"));
+  CHECK_THAT(text.out, Catch::Contains("ops (main graph, 1 function body, 1 callee, 2 subgraphs):"));
+  CHECK_THAT(text.out, Catch::Contains("2\tai.onnx::Dropout"));
+  CHECK_THAT(text.out, Catch::Contains("checkpoints: 1\n  r (in callee layer)\n"));
+}
+
+TEST_CASE("batch: every warning names its model, per-model counts and a summary in the report", "[cli][batch]") {
+  graphrw::test::TempDir dir;
+  auto inputs = batchInputs(dir);
+  inputs.pop_back();  // the broken one
+  inputs.resize(2);
+  graphrw::test::writeFile(dir / "r.json", R"({"version": 1, "passes": [{"pass": "replace", "allow_no_match": true,
+    "replacements": [{"select": {"op_type": "Gelu"}, "with": "Relu"}]}]})");
+  auto r = run(bin() + " run " + q(dir / "r.json") + joined(inputs) + " --out-dir " + q(dir / "out") + " -j 2 --report " +
+               q(dir / "report.json"));
+  CHECK(r.status == 0);
+  for (const auto& in : inputs) {
+    CHECK_THAT(r.err, Catch::Contains("graphrw: warning: " + in.string() + ": replace: "));
+    CHECK_THAT(r.err, Catch::Contains(in.string() + ": converted (1 warning)"));
+  }
+  size_t warningLines = 0;
+  std::istringstream lines(r.err);
+  for (std::string line; std::getline(lines, line);)
+    if (line.starts_with("graphrw: warning: ")) {
+      ++warningLines;
+      CHECK((line.find(inputs[0].string()) != std::string::npos || line.find(inputs[1].string()) != std::string::npos));
+    }
+  CHECK(warningLines == 2);
+  CHECK_THAT(r.err, Catch::Contains("graphrw: converted 2, failed 0, 2 warnings in 2 models, "));
+  auto report = nlohmann::json::parse(graphrw::test::readFile(dir / "report.json"));
+  CHECK(report["summary"]["models"] == 2);
+  CHECK(report["summary"]["converted"] == 2);
+  CHECK(report["summary"]["failed"] == 0);
+  CHECK(report["summary"]["warnings"] == 2);
+  CHECK(report["summary"]["seconds"].get<double>() >= 0);
+  for (const auto& m : report["models"]) CHECK(m["warnings"] == 1);
 }

@@ -53,7 +53,12 @@ async function batch(requestFile, responseFile) {
 // Inputs from `session`'s metadata; a symbolic dimension takes `other`'s
 // static one (a model and its set-shapes version), else 1.
 function randomFeeds(session, seed, intMax, other) {
-  let state = seed >>> 0 || 1;
+  // xorshift32 from a mixed seed (murmur3's finaliser): small seeds would
+  // otherwise start with small draws (a boolean input always false).
+  let state = seed >>> 0;
+  state = Math.imul(state ^ (state >>> 16), 0x85ebca6b) >>> 0;
+  state = Math.imul(state ^ (state >>> 13), 0xc2b2ae35) >>> 0;
+  state = (state ^ (state >>> 16)) >>> 0 || 1;
   const next = () => {  // xorshift32: the same inputs for both models
     state ^= state << 13; state >>>= 0;
     state ^= state >>> 17;

@@ -1,0 +1,33 @@
+# Writes graphrw.1 and graphrw-COMMAND.1 for every command `graphrw --help`
+# lists, with help2man from each command's --help (cmake -P; GRAPHRW, HELP2MAN, OUT).
+file(MAKE_DIRECTORY ${OUT})
+execute_process(COMMAND ${GRAPHRW} --help OUTPUT_VARIABLE top RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "graphrw --help failed")
+endif()
+string(REGEX MATCH "Subcommands:\n.*" listing "${top}")
+string(REGEX MATCHALL "\n  [a-z][a-z-]*" words "${listing}")
+set(commands "")
+foreach(w ${words})
+  string(STRIP "${w}" w)
+  list(APPEND commands ${w})
+endforeach()
+if(NOT commands)
+  message(FATAL_ERROR "no commands in graphrw --help")
+endif()
+execute_process(
+  COMMAND ${HELP2MAN} --no-info --no-discard-stderr --section=1 --name=rewrite\ ONNX\ graphs\ for\ Graphcore\ IPUs\ and\ any\ ONNX\ backend
+          --output=${OUT}/graphrw.1 ${GRAPHRW}
+  RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "help2man failed for graphrw")
+endif()
+foreach(cmd ${commands})
+  execute_process(
+    COMMAND ${HELP2MAN} --no-info --no-discard-stderr --section=1 "--help-option=${cmd} --help"
+            --name=graphrw\ ${cmd} --output=${OUT}/graphrw-${cmd}.1 ${GRAPHRW}
+    RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "help2man failed for graphrw ${cmd}")
+  endif()
+endforeach()

@@ -1,0 +1,1 @@
+// The translation unit that builds graphrw's precompiled header (cmake/Precompiled.cmake).

@@ -1,0 +1,39 @@
+// `graphrw compare A B`: both models under ONNX Runtime (the CPU runtime of the
+// npm package onnxruntime-node) on the same inputs, every output compared.
+// ai.graphcore ops have no CPU kernels: they are first mapped back to standard
+// ONNX by their definitions (Calls inlined; Nop, Detach, Scale, Gelu, GeluErf,
+// Swish, GroupNormalization written out).
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "ir.h"
+
+namespace graphrw {
+
+// A standard-ONNX copy of the model (the model itself is not changed). Throws
+// Error(Unsupported) naming the node for an ai.graphcore op with no definition here.
+onnx::ModelProto standardOnnx(ir::Model& model);
+
+struct CompareOptions {
+  double rtol = 1e-4, atol = 1e-5;   // |a - b| <= atol + rtol * |b|, as numpy.allclose
+  uint32_t seed = 1;                 // random inputs
+  int intMax = 2;                    // integer inputs drawn from [0, intMax)
+  std::map<std::string, std::string> inputs;  // input name -> .npy file
+};
+
+// Runs both models; the JSON result has per output its dtype, shape, largest
+// absolute and relative difference and whether it is within tolerance, and
+// "ok". Throws Error(Usage) when ONNX Runtime is not installed (saying how to
+// install it), Error(BadInput) when a model cannot run.
+nlohmann::json compareModels(ir::Model& a, ir::Model& b, const CompareOptions& options);
+
+// Where onnxruntime-node is: $GRAPHRW_ORT_DIR, the source tree's tests/ort,
+// the current folder or npm's global folder (a folder holding node_modules/onnxruntime-node).
+std::string findOnnxRuntime();
+
+}  // namespace graphrw

@@ -1,0 +1,175 @@
+// graphrw compare: ONNX Runtime on two models, ai.graphcore ops mapped back.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+
+#include "support.h"
+
+namespace fs = std::filesystem;
+using graphrw::test::run;
+
+namespace {
+
+std::string bin() { return graphrw::test::graphrwBin(); }
+std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+
+void writeModel(const fs::path& path, const std::string& text) {
+  graphrw::test::writeProto(graphrw::test::parseModel(text), path);
+}
+
+// A version-1 .npy file of float32 or int64 values.
+void writeNpy(const fs::path& path, const std::string& descr, const std::vector<int64_t>& shape, const std::string& bytes) {
+  std::string dims;
+  for (int64_t d : shape) dims += std::to_string(d) + ",";
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
+  while ((10 + header.size() + 1) % 64) header += ' ';
+  header += '\n';
+  std::string out = "\x93NUMPY";
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(header.size() & 0xff);
+  out += static_cast<char>(header.size() >> 8);
+  graphrw::test::writeFile(path, out + header + bytes);
+}
+
+}  // namespace
+
+TEST_CASE("compare: same maths passes, a wrong rewrite fails with the largest differences", "[cli][compare]") {
+  graphrw::test::TempDir dir;
+  writeModel(dir / "a.onnx", R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, 3] x) => (float[2, 3] y) {
+  e = Erf (x)
+  y = Add (e, x)
+}
+)");
+  writeModel(dir / "b.onnx", R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, 3] x) => (float[2, 3] y) {
+  e = Tanh (x)
+  y = Add (e, x)
+}
+)");
+  auto same = run(bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "a.onnx"));
+  CHECK(same.status == 0);
+  CHECK_THAT(same.out, Catch::Contains("output y: float32, max abs diff 0, max rel diff 0: within tolerance"));
+  auto differ = run(bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "b.onnx") + " --json");
+  CHECK(differ.status == 1);
+  auto j = nlohmann::json::parse(differ.out);
+  CHECK(j["ok"] == false);
+  REQUIRE(j["outputs"].size() == 1);
+  CHECK(j["outputs"][0]["within"] == false);
+  CHECK(j["outputs"][0]["max_abs"].get<double>() > 1e-3);
+  // Loose enough, it passes: erf and tanh differ by under 0.1 on [-1, 1).
+  CHECK(run(bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "b.onnx") + " --atol 0.1").status == 0);
+
+  SECTION("outputs of another type or shape are a difference") {
+    writeModel(dir / "c.onnx", R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, 3] x) => (double[2, 3] y) {
+  e = Erf (x)
+  s = Add (e, x)
+  y = Cast <to = 11> (s)
+}
+)");
+    auto r = run(bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "c.onnx"));
+    CHECK(r.status == 1);
+    CHECK_THAT(r.out, Catch::Contains("types differ: float32 vs float64"));
+  }
+  SECTION("bad usage and ONNX Runtime missing") {
+    auto r = run("GRAPHRW_ORT_DIR=" + dir.path().string() + " " + bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "a.onnx"));
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains("holds no node_modules/onnxruntime-node"));
+    auto noInput = run(bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "a.onnx") + " --input nope=" + q(dir / "a.onnx"));
+    CHECK(noInput.status == 2);
+    CHECK_THAT(noInput.out + noInput.err, Catch::Contains("nope"));
+  }
+}
+
+TEST_CASE("compare: inputs from .npy files, both values of a boolean input", "[cli][compare]") {
+  graphrw::test::TempDir dir;
+  // The branches differ: only a run with c = true sees it.
+  writeModel(dir / "a.onnx", R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (bool c, float[3] x) => (float[3] y) {
+  y = If (c) <then_branch = t () => (float[3] o) { o = Relu (x) }, else_branch = e () => (float[3] o) { o = Neg (x) }>
+}
+)");
+  writeModel(dir / "b.onnx", R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (bool c, float[3] x) => (float[3] y) {
+  y = If (c) <then_branch = t () => (float[3] o) { o = Abs (x) }, else_branch = e () => (float[3] o) { o = Neg (x) }>
+}
+)");
+  float xs[3] = {-1.0f, 0.5f, 2.0f};
+  writeNpy(dir / "x.npy", "<f4", {3}, std::string(reinterpret_cast<const char*>(xs), sizeof xs));
+  writeNpy(dir / "t.npy", "|b1", {}, std::string(1, '\1'));
+  writeNpy(dir / "f.npy", "|b1", {}, std::string(1, '\0'));
+  std::string base = bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "b.onnx") + " --input x=" + q(dir / "x.npy");
+  auto whenFalse = run(base + " --input c=" + q(dir / "f.npy"));
+  CHECK(whenFalse.status == 0);
+  CHECK_THAT(whenFalse.out, Catch::Contains("input  x: float32[3] " + (dir / "x.npy").string()));
+  auto whenTrue = run(base + " --input c=" + q(dir / "t.npy") + " --json");
+  CHECK(whenTrue.status == 1);
+  auto j = nlohmann::json::parse(whenTrue.out);
+  CHECK(j["outputs"][0]["max_abs"].get<double>() == Approx(1.0));  // relu(-1) = 0, abs(-1) = 1
+  // Random booleans: some seed in the first few draws true (the harness must not stick at false).
+  bool sawTrue = false;
+  for (int seed = 1; seed <= 8 && !sawTrue; ++seed)
+    sawTrue = run(bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "b.onnx") + " --seed " + std::to_string(seed)).status == 1;
+  CHECK(sawTrue);
+  auto wrongType = run(bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "a.onnx") + " --input x=" + q(dir / "t.npy"));
+  CHECK(wrongType.status == 3);
+  CHECK_THAT(wrongType.err, Catch::Contains("holds bool, the model takes float32"));
+}
+
+TEST_CASE("compare: ai.graphcore ops by their definitions", "[cli][compare][graphcore]") {
+  graphrw::test::TempDir dir;
+  // Each ai.graphcore op against a standard-ONNX formulation of the same function.
+  writeModel(dir / "std.onnx", R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, 4, 3, 3] x) => (float[2, 4, 3, 3] swish, float[2, 4, 3, 3] scaled, float[2, 4, 3, 3] nop, float[2, 4, 3, 3] inorm, float[2, 4, 3, 3] gelu)
+    <float[4] s = {1.0, 2.0, 0.5, -1.0}, float[4] b = {0.0, 0.1, -0.2, 3.0}, float half = {0.5}, float one = {1.0}, float r2 = {1.41421356}> {
+  sg = Sigmoid (x)
+  swish = Mul (x, sg)
+  k = Constant <value = float {2.5}> ()
+  scaled = Mul (x, k)
+  nop = Identity (x)
+  inorm = InstanceNormalization <epsilon = 0.001> (x, s, b)
+  d = Div (x, r2)
+  e = Erf (d)
+  a = Add (e, one)
+  m = Mul (x, a)
+  gelu = Mul (m, half)
+}
+)");
+  writeModel(dir / "ipu.onnx", R"(
+<ir_version: 8, opset_import: ["" : 13, "ai.graphcore" : 1]>
+g (float[2, 4, 3, 3] x) => (float[2, 4, 3, 3] swish, float[2, 4, 3, 3] scaled, float[2, 4, 3, 3] nop, float[2, 4, 3, 3] inorm, float[2, 4, 3, 3] gelu)
+    <float[4] s = {1.0, 2.0, 0.5, -1.0}, float[4] b = {0.0, 0.1, -0.2, 3.0}> {
+  swish = ai.graphcore.Swish (x)
+  scaled = ai.graphcore.Scale <scale = 2.5> (x)
+  d = ai.graphcore.Detach (x)
+  nop = ai.graphcore.Nop (d)
+  inorm, mean, invstd = ai.graphcore.GroupNormalization <num_groups = 4, epsilon = 0.001> (x, s, b)
+  gelu = ai.graphcore.GeluErf (x)
+}
+)");
+  auto r = run(bin() + " compare " + q(dir / "std.onnx") + " " + q(dir / "ipu.onnx"));
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 7);  // an input, five outputs, the verdict
+
+  SECTION("an op with no definition here is named") {
+    writeModel(dir / "other.onnx", R"(
+<ir_version: 8, opset_import: ["" : 13, "ai.graphcore" : 1]>
+g (float[2, 4, 3, 3] x) => (float[2, 4, 3, 3] y) {
+  y = ai.graphcore.Atan2 (x, x)
+}
+)");
+    auto u = run(bin() + " compare " + q(dir / "other.onnx") + " " + q(dir / "other.onnx"));
+    CHECK(u.status == 5);
+    CHECK_THAT(u.err, Catch::Contains("no standard ONNX definition for ai.graphcore::Atan2"));
+  }
+}
