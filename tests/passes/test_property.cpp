@@ -1,0 +1,140 @@
+// The property behind "what graphrw writes, its own validate accepts": every
+// pass and every bundled rule file, over the bundled example, the PyTorch
+// exports and a spread of ONNX's backend corpus. A run either writes a model
+// that validate (and, for PopART rule files, validate --target popart)
+// accepts, or refuses with one of graphrw's errors; never an internal error.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+
+#include "error.h"
+#include "loader.h"
+#include "pass_manager.h"
+#include "popart_check.h"
+#include "rules.h"
+#include "support.h"
+#include "validate.h"
+#include "writer.h"
+
+namespace fs = std::filesystem;
+using namespace graphrw;
+
+namespace {
+
+std::vector<fs::path> propertyModels(const test::TempDir& dir) {
+  fs::path src = GRAPHRW_SOURCE_DIR;
+  // A 4-layer Hugging Face-style BERT, what examples/ipu-bert-pretraining.rules.json is written for.
+  auto gen = test::run(std::string(GRAPHRW_GEN_BERT) + " -o '" + (dir / "bert4.onnx").string() + "' --layers 4 --seq 16 --batch 1");
+  REQUIRE(gen.status == 0);
+  std::vector<fs::path> models = {src / "examples" / "bert-tiny.onnx", dir / "bert4.onnx"};
+  for (const auto& e : fs::directory_iterator(src / "tests" / "models" / "pytorch"))
+    if (e.path().extension() == ".onnx") models.push_back(e.path());
+  std::vector<fs::path> corpus;
+  for (const auto& e : fs::directory_iterator(fs::path(ONNX_TESTDATA_DIR) / "node"))
+    if (fs::exists(e.path() / "model.onnx")) corpus.push_back(e.path() / "model.onnx");
+  std::sort(corpus.begin(), corpus.end());
+  for (size_t i = 0; i < corpus.size(); i += 6) models.push_back(corpus[i]);  // a spread of ops and opsets
+  std::sort(models.begin() + 2, models.end());
+  return models;
+}
+
+struct Pipeline {
+  std::string name, text;
+  fs::path file;  // a bundled rule file, loaded from its folder (its relative paths)
+  bool popart = false;  // its output is for PopART: validate --target popart must accept it too
+};
+Pipeline inlineRules(std::string name, std::string text, bool popart = false) { return {std::move(name), std::move(text), {}, popart}; }
+
+std::vector<Pipeline> pipelines() {
+  fs::path src = GRAPHRW_SOURCE_DIR;
+  auto one = [](const std::string& pass) { return R"({"version": 1, "passes": [)" + pass + "]}"; };
+  std::vector<Pipeline> list = {
+      inlineRules("expand", one(R"({"pass": "expand"})")),
+      inlineRules("expand schema_ops all", one(R"({"pass": "expand", "schema_ops": "all"})")),
+      inlineRules("prune", one(R"({"pass": "prune"})")),
+      inlineRules("fold", one(R"({"pass": "fold"})")),
+      inlineRules("set-shapes", one(R"({"pass": "set-shapes", "dims": {"batch": 2, "sequence": 8}})")),
+      inlineRules("opset 11", one(R"({"pass": "opset", "to": 11})")),
+      inlineRules("opset 17", one(R"({"pass": "opset", "to": 17})")),
+      inlineRules("legalize popart", one(R"({"pass": "legalize", "target": "popart"})"), true),
+      inlineRules("replace Relu", one(R"({"pass": "replace", "allow_no_match": true, "replacements": [
+         {"select": {"op_type": "Relu"}, "with": "LeakyRelu", "set": {"alpha": 0.0}},
+         {"select": {"op_type": "Dropout"}, "with": "Identity", "inputs": [0]}]})")),
+      inlineRules("outline MatMul call", one(R"({"pass": "outline", "select": {"op_type": "MatMul"}, "allow_no_match": true})")),
+      inlineRules("outline Add function", one(R"({"pass": "outline", "select": {"op_type": "Add"}, "mode": "function", "allow_no_match": true})")),
+      inlineRules("checkpoint", one(R"({"pass": "checkpoint", "after": {"op_type": "Add"}, "allow_no_match": true})")),
+      inlineRules("place", one(R"({"pass": "place", "stages": [{"op_type": "MatMul"}, {"op_type": "Add"}], "allow_no_match": true})")),
+  };
+  for (const auto& dir : {src / "examples", src / "examples" / "patterns"})
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (!e.path().string().ends_with(".rules.json")) continue;
+      std::string text = test::readFile(e.path());
+      bool library = dir.filename() == "patterns";
+      if (library)  // a pattern library is used by a pattern pass
+        text = one(R"({"pass": "pattern", "allow_no_match": true, "rules_file": ")" + e.path().string() + "\"}");
+      list.push_back({e.path().filename().string(), text, library ? fs::path() : e.path(),
+                      e.path().filename() == "popart.rules.json" || e.path().filename() == "ipu-bert-pretraining.rules.json"});
+    }
+  return list;
+}
+
+}  // namespace
+
+TEST_CASE("property: every pass and bundled rule file writes what validate accepts, or refuses cleanly", "[property]") {
+  test::TempDir dir;
+  auto models = propertyModels(dir);
+  auto list = pipelines();
+  REQUIRE(models.size() > 40);
+  REQUIRE(list.size() >= 20);
+  std::map<std::string, size_t> written, refused;
+  size_t skipped = 0;
+  for (const auto& path : models) {
+    std::unique_ptr<ir::Model> original;
+    try {
+      original = loadModel(path.string());
+    } catch (const Error& e) {
+      FAIL(path.string() << ": " << e.what());
+    }
+    // Only models that are valid to begin with say anything about the passes.
+    if (!validateModel(*original).empty()) {
+      ++skipped;
+      continue;
+    }
+    const std::string bytes = serialize(*original);
+    for (const auto& p : list) {
+      INFO(path.string() << " through " << p.name);
+      onnx::ModelProto proto;
+      REQUIRE(proto.ParseFromString(bytes));
+      auto model = loadModel(proto, path.parent_path());
+      try {
+        auto rules = p.file.empty() ? parseRules(p.text, p.name) : loadRules(p.file.string());
+        PassManager pm({/*verifyEach=*/true, std::nullopt, ""});
+        for (auto& pass : rules.passes) pm.add(pass);
+        pm.run(*model);
+      } catch (const Error& e) {
+        INFO(e.what());
+        CHECK(e.code() != ExitCode::Internal);
+        CHECK(e.code() != ExitCode::Findings);  // the verifier never finds a broken IR
+        ++refused[p.name];
+        continue;
+      }
+      // What would be written, read back as a fresh model.
+      onnx::ModelProto out;
+      REQUIRE(out.ParseFromString(serialize(*model)));
+      auto reread = loadModel(out, path.parent_path());
+      auto findings = validateModel(*reread);
+      for (const auto& f : findings) FAIL_CHECK(f.check << ": " << f.where << ": " << f.message);
+      if (p.popart)
+        for (const auto& f : popart::checkImport(*reread)) FAIL_CHECK("popart:" << f.check << ": " << f.where << ": " << f.message);
+      ++written[p.name];
+    }
+  }
+  // Every pipeline wrote something somewhere (a pipeline refusing everything would prove nothing).
+  for (const auto& p : list) {
+    INFO(p.name << ": written " << written[p.name] << ", refused " << refused[p.name]);
+    CHECK(written[p.name] > 0);
+  }
+  WARN("property: " << models.size() - skipped << " models x " << list.size() << " pipelines; " << skipped
+                    << " corpus models not valid to begin with were left out");
+}
