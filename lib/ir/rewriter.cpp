@@ -32,7 +32,13 @@ Node* Rewriter::createNode(Graph& g, const Node* before, NodeSpec spec) {
     outputs.push_back(v);
   }
   counts_.nodesAdded++;
+  created_.insert(n);
   return n;
+}
+
+void Rewriter::markChanged(const Node* n) {
+  if (!created_.count(n)) changed_.insert(n);
+  counts_.nodesChanged = changed_.size();
 }
 
 void Rewriter::setInput(Node* n, size_t index, Value* v) {
@@ -41,7 +47,7 @@ void Rewriter::setInput(Node* n, size_t index, Value* v) {
   Graph::removeUse(inputs[index], n, static_cast<int>(index));
   inputs[index] = v;
   Graph::addUse(v, n, static_cast<int>(index));
-  counts_.nodesChanged++;
+  markChanged(n);
 }
 
 void Rewriter::adoptOutput(Node* n, size_t index, Value* v) {
@@ -52,7 +58,7 @@ void Rewriter::adoptOutput(Node* n, size_t index, Value* v) {
   if (Node* old = v->producer()) IrAccess::outputs(*old)[static_cast<size_t>(v->producerIndex())] = nullptr;
   outputs[index] = v;
   IrAccess::setProducer(*v, n, static_cast<int>(index));
-  counts_.nodesChanged++;
+  markChanged(n);
 }
 
 void Rewriter::replaceAllUsesWith(Value* from, Value* to, bool graphOutputs) {
@@ -90,13 +96,16 @@ void Rewriter::eraseNode(Node* n) {
   }
   IrAccess::outputs(*n).clear();
   if (!n->name().empty()) g->nodeNames().erase(n->name());
+  changed_.erase(n);
+  created_.erase(n);
+  counts_.nodesChanged = changed_.size();
   IrAccess::nodes(*g).erase(g->position(n));
   counts_.nodesRemoved++;
 }
 
 void Rewriter::setOp(Node* n, const std::string& opType, const std::string& domain) {
   IrAccess::setOp(*n, opType, domain);
-  counts_.nodesChanged++;
+  markChanged(n);
 }
 
 void Rewriter::setInputs(Node* n, const std::vector<Value*>& values) {
@@ -104,7 +113,7 @@ void Rewriter::setInputs(Node* n, const std::vector<Value*>& values) {
   for (size_t i = 0; i < inputs.size(); ++i) Graph::removeUse(inputs[i], n, static_cast<int>(i));
   inputs = values;
   for (size_t i = 0; i < inputs.size(); ++i) Graph::addUse(inputs[i], n, static_cast<int>(i));
-  counts_.nodesChanged++;
+  markChanged(n);
 }
 
 void Rewriter::reshapeOutputs(Node* n, const std::vector<int>& from, const std::vector<std::string>& fresh) {
@@ -136,7 +145,7 @@ void Rewriter::reshapeOutputs(Node* n, const std::vector<int>& from, const std::
   IrAccess::outputs(*n) = next;
   for (size_t i = 0; i < next.size(); ++i)
     if (next[i]) IrAccess::setProducer(*next[i], n, static_cast<int>(i));
-  counts_.nodesChanged++;
+  markChanged(n);
 }
 
 void Rewriter::setAttribute(Node* n, onnx::AttributeProto attribute) {
@@ -146,7 +155,7 @@ void Rewriter::setAttribute(Node* n, onnx::AttributeProto attribute) {
   auto it = std::find_if(attrs.begin(), attrs.end(), [&](const Attribute& x) { return x.name() == a.name(); });
   if (it != attrs.end()) *it = std::move(a);
   else attrs.push_back(std::move(a));
-  counts_.nodesChanged++;
+  markChanged(n);
 }
 
 bool Rewriter::renameAttribute(Node* n, const std::string& from, const std::string& to) {
@@ -154,7 +163,7 @@ bool Rewriter::renameAttribute(Node* n, const std::string& from, const std::stri
   if (!a || from == to) return a != nullptr;
   if (n->attribute(to)) fail(ExitCode::Internal, "renameAttribute: node '" + n->name() + "' has '" + to + "' already");
   a->proto.set_name(to);
-  counts_.nodesChanged++;
+  markChanged(n);
   return true;
 }
 
@@ -163,7 +172,7 @@ bool Rewriter::removeAttribute(Node* n, const std::string& name) {
   auto it = std::find_if(attrs.begin(), attrs.end(), [&](const Attribute& x) { return x.name() == name; });
   if (it == attrs.end()) return false;
   attrs.erase(it);
-  counts_.nodesChanged++;
+  markChanged(n);
   return true;
 }
 
@@ -209,9 +218,10 @@ bool Rewriter::sortTopologically(Graph& g) {
   std::list<std::unique_ptr<Node>> next;
   std::vector<std::list<std::unique_ptr<Node>>::iterator> where;
   for (auto it = nodes.begin(); it != nodes.end(); ++it) where.push_back(it);
+  for (size_t k = 0; k < sorted.size(); ++k)
+    if (sorted[k] != k) markChanged(where[sorted[k]]->get());
   for (size_t k : sorted) next.splice(next.end(), nodes, where[k]);
   nodes.swap(next);
-  counts_.nodesChanged++;
   return true;
 }
 
@@ -234,7 +244,7 @@ std::string Rewriter::renameNode(Node* n, const std::string& wanted) {
   if (!n->name().empty()) g->nodeNames().erase(n->name());
   std::string name = g->nodeNames().fresh(wanted);
   IrAccess::setName(*n, name);
-  counts_.nodesChanged++;
+  markChanged(n);
   return name;
 }
 

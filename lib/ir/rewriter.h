@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "ir.h"
@@ -13,7 +14,7 @@ namespace graphrw::ir {
 struct ChangeCounts {
   size_t nodesAdded = 0;
   size_t nodesRemoved = 0;
-  size_t nodesChanged = 0;   // inputs, attributes or names edited in place
+  size_t nodesChanged = 0;   // nodes that existed before and had inputs, outputs, attributes, op, name or place edited (each once)
   size_t valuesRenamed = 0;
   size_t initializersAdded = 0;
   size_t initializersRemoved = 0;
@@ -113,8 +114,12 @@ class Rewriter {
   bool sortTopologically(Graph& g);
 
  private:
+  // A node edited: counted once, and not at all when this Rewriter created it.
+  void markChanged(const Node* n);
+
   Model& model_;
   ChangeCounts counts_;
+  std::unordered_set<const Node*> created_, changed_;
 };
 
 }  // namespace graphrw::ir

@@ -5,12 +5,15 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include "seed_models.h"
 #include "support.h"
 
 namespace fs = std::filesystem;
 using namespace graphrw::test;
+using json = nlohmann::json;
 
 namespace {
 
@@ -134,6 +137,13 @@ TEST_CASE("replace from the command line and its rule file, bad rules write noth
   CHECK(scaleValid.err.empty());
   auto unknownOk = run(bin() + " replace " + q(dir / "m2.onnx") + " --select op_type=Dropout --with my.ops::Drop --allow-unknown-op -o " + q(dir / "u.onnx"));
   CHECK(unknownOk.status == 0);
+  auto unknownOut = readProto(dir / "u.onnx");
+  size_t drops = 0;
+  for (const auto& n : unknownOut.graph().node()) drops += n.domain() == "my.ops" && n.op_type() == "Drop";
+  CHECK(drops == 1);
+  bool imported = false;
+  for (const auto& o : unknownOut.opset_import()) imported |= o.domain() == "my.ops" && o.version() == 1;
+  CHECK(imported);
 }
 
 TEST_CASE("outline from the command line and its rule file, expand undoes call mode", "[cli][outline]") {
@@ -275,4 +285,118 @@ F (t) => (u) {
   auto r = graphrw::test::run(graphrw::test::graphrwBin() + " validate " + (dir / "m.onnx").string());
   INFO(r.out);
   CHECK(r.status == 0);
+}
+
+TEST_CASE("the README's worked example, command by command", "[cli][readme]") {
+  TempDir dir;
+  fs::path example = fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "bert-tiny.onnx";
+  auto inspect = run(bin() + " inspect " + q(example));
+  REQUIRE(inspect.status == 0);
+  CHECK_THAT(inspect.out, Catch::Contains("functions: 3\n  transformers.models.bert::BertSelfAttention  22 nodes, 1 calls\n"
+                                          "  transformers.models.bert::BertAttention  5 nodes, 1 calls\n"
+                                          "  transformers.models.bert::BertLayer  15 nodes, 2 calls\n"));
+  auto expand = run(bin() + " expand " + q(example) + " --report - -o " + q(dir / "bert-tiny.expanded.onnx"));
+  REQUIRE(expand.status == 0);
+  auto report = json::parse(expand.out);
+  CHECK(report["passes"][0]["matched"] == 4);
+  CHECK(report["passes"][0]["nodes_added"] == 128);
+  auto valid = run(bin() + " validate " + q(dir / "bert-tiny.expanded.onnx"));
+  CHECK(valid.status == 0);
+  CHECK_THAT(valid.out, Catch::EndsWith("bert-tiny.expanded.onnx: valid\n"));
+
+  auto ipu = run(bin() + " run " + q(fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "popart.rules.json") + " " + q(example) +
+                 " -o " + q(dir / "bert-tiny.ipu.onnx"));
+  REQUIRE(ipu.status == 0);
+  auto j = json::parse(run(bin() + " inspect --json " + q(dir / "bert-tiny.ipu.onnx")).out);
+  size_t calls = 0;
+  for (const auto& op : j["ops"])
+    if (op["op_type"] == "Call") calls = op["count"].get<size_t>();
+  CHECK(calls == 2);
+  CHECK(j["recomputation"]["checkpoints"].size() == 2);
+  auto popart = run(bin() + " validate --target popart " + q(dir / "bert-tiny.ipu.onnx"));
+  CHECK(popart.status == 0);
+  CHECK_THAT(popart.out, Catch::EndsWith("bert-tiny.ipu.onnx: valid\n"));
+  auto compare = run(bin() + " compare " + q(example) + " " + q(dir / "bert-tiny.ipu.onnx"));
+  CHECK(compare.status == 0);
+  CHECK_THAT(compare.out, Catch::Contains("same outputs within rtol 0.0001, atol 1e-05"));
+}
+
+TEST_CASE("expand --exclude keeps the excluded calls, outline --domain names the functions' domain", "[cli][expand][outline]") {
+  TempDir dir;
+  fs::path example = fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "bert-tiny.onnx";
+  auto r = run(bin() + " expand " + q(example) + " --select op_type=BertLayer --exclude name=/encoder/layer.1 -o " +
+               q(dir / "e.onnx"));
+  REQUIRE(r.status == 0);
+  auto out = readProto(dir / "e.onnx");
+  std::vector<std::string> layers;
+  for (const auto& n : out.graph().node())
+    if (n.op_type() == "BertLayer") layers.push_back(n.name());
+  CHECK(layers == std::vector<std::string>{"/encoder/layer.1"});
+
+  auto o = run(bin() + " outline " + q(dir / "e.onnx") + " --select op_type=Softmax --mode function --domain my.blocks -o " +
+               q(dir / "o.onnx"));
+  REQUIRE(o.status == 0);
+  auto outlined = readProto(dir / "o.onnx");
+  size_t inDomain = 0;
+  for (const auto& f : outlined.functions()) inDomain += f.domain() == "my.blocks";
+  CHECK(inDomain == 1);
+  bool imported = false;
+  for (const auto& op : outlined.opset_import()) imported |= op.domain() == "my.blocks";
+  CHECK(imported);
+}
+
+TEST_CASE("report fields agree with the models read and written", "[cli][report]") {
+  TempDir dir;
+  fs::path example = fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "bert-tiny.onnx";
+  REQUIRE(run(bin() + " expand " + q(example) + " -o " + q(dir / "x.onnx")).status == 0);
+  // Checkpoints after every LayerNormalization; the last one's output is the graph output.
+  auto r = run(bin() + " checkpoint " + q(dir / "x.onnx") + " --after op_type=LayerNormalization -o " + q(dir / "c.onnx") +
+               " --report " + q(dir / "report.json"));
+  REQUIRE(r.status == 0);
+  auto report = json::parse(readFile(dir / "report.json"));
+  CHECK(report["model"] == (dir / "x.onnx").string());
+  CHECK(report["output"] == (dir / "c.onnx").string());
+  const auto& pass = report["passes"][0];
+  auto before = readProto(dir / "x.onnx"), after = readProto(dir / "c.onnx");
+  CHECK(after.graph().node_size() ==
+        before.graph().node_size() + pass["nodes_added"].get<int>() - pass["nodes_removed"].get<int>());
+  // Changed: nodes present in both whose inputs now differ (readers moved to a checkpoint).
+  std::map<std::string, const onnx::NodeProto*> old;
+  for (const auto& n : before.graph().node()) old[n.name()] = &n;
+  int changed = 0, added = 0;
+  for (const auto& n : after.graph().node()) {
+    auto it = old.find(n.name());
+    if (it == old.end()) {
+      ++added;
+      continue;
+    }
+    bool same = it->second->input_size() == n.input_size();
+    for (int i = 0; same && i < n.input_size(); ++i) same = it->second->input(i) == n.input(i);
+    changed += !same;
+  }
+  CHECK(added == pass["nodes_added"].get<int>());
+  CHECK(changed == pass["nodes_changed"].get<int>());
+  CHECK(pass["values_renamed"] == 0);
+
+  // A checkpoint on a graph output: the output keeps its name, the value feeding it is renamed.
+  writeProto(parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,4] x, float[4] s) => (float[2,4] y, float[2,4] z) {
+  h = Relu (x)
+  y = LayerNormalization (h, s)
+  z = Add (y, h)
+}
+)"), dir / "small.onnx");
+  REQUIRE(run(bin() + " checkpoint " + q(dir / "small.onnx") + " --after op_type=LayerNormalization -o " + q(dir / "sc.onnx") +
+              " --report " + q(dir / "small.json")).status == 0);
+  const auto small = json::parse(readFile(dir / "small.json"))["passes"][0];
+  auto sc = readProto(dir / "sc.onnx");
+  std::set<std::string> produced;
+  for (const auto& n : sc.graph().node())
+    for (const auto& o : n.output()) produced.insert(o);
+  CHECK(sc.graph().output(0).name() == "y");
+  CHECK(produced.count("y/before_checkpoint") == 1);
+  CHECK(small["values_renamed"] == 1);
+  CHECK(small["nodes_added"] == 1);
+  CHECK(sc.graph().node_size() == 4);
 }

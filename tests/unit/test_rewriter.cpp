@@ -44,7 +44,7 @@ TEST_CASE("the rewriter keeps use-lists and name tables right, and counts", "[re
   CHECK(c.nodesAdded == 1);
   CHECK(c.nodesRemoved == 1);
   CHECK(c.valuesRenamed == 1);
-  CHECK(c.nodesChanged == 2);  // setInput twice
+  CHECK(c.nodesChanged == 1);  // the call, edited twice, counted once (neg is new)
   CHECK(c.any());
 }
 
@@ -150,7 +150,7 @@ main (float[2] X) => (float[2] Y) {
   CHECK(neg->attribute("other") != nullptr);
   CHECK_FALSE(rw.renameAttribute(neg, "missing", "x"));
   CHECK_THROWS(rw.renameAttribute(neg, "other", "callee"));
-  CHECK(rw.counts().nodesChanged == before + 1);
+  CHECK(rw.counts().nodesChanged == before);  // a node already edited counts once
   CHECK(verify(*model).empty());
 }
 
