@@ -37,7 +37,11 @@ std::vector<int64_t> broadcast(const std::vector<std::vector<int64_t>>& shapes, 
     std::vector<int64_t> p(rank, 1);
     std::copy(s.begin(), s.end(), p.begin() + static_cast<long>(rank - s.size()));
     for (size_t d = 0; d < rank; ++d) {
-      if (p[d] != out[d] && p[d] != 1 && out[d] != 1) badInput(std::string(op) + ": shapes do not broadcast");
+      if (p[d] != out[d] && p[d] != 1 && out[d] != 1) {
+        std::string message = op;  // not std::string(op) + "...": GCC 12 -O2 warns falsely (-Warray-bounds)
+        message += ": shapes do not broadcast";
+        badInput(message);
+      }
       if (p[d] != 1) out[d] = p[d];
     }
     padded.push_back(std::move(p));

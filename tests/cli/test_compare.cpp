@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "ort.h"
 #include "support.h"
 
 namespace fs = std::filesystem;
@@ -172,4 +173,42 @@ g (float[2, 4, 3, 3] x) => (float[2, 4, 3, 3] y) {
     CHECK(u.status == 5);
     CHECK_THAT(u.err, Catch::Contains("no standard ONNX definition for ai.graphcore::Atan2"));
   }
+}
+
+TEST_CASE("the tests' ONNX Runtime harness sees both values of a boolean input, and output types", "[ort]") {
+  graphrw::test::TempDir dir;
+  const char* a = R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (bool c, float[3] x) => (float[3] y) {
+  y = If (c) <then_branch = t () => (float[3] o) { o = Relu (x) }, else_branch = e () => (float[3] o) { o = Neg (x) }>
+}
+)";
+  const char* b = R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (bool c, float[3] x) => (float[3] y) {
+  y = If (c) <then_branch = t () => (float[3] o) { o = Abs (x) }, else_branch = e () => (float[3] o) { o = Neg (x) }>
+}
+)";
+  writeModel(dir / "a.onnx", a);
+  writeModel(dir / "b.onnx", b);
+  CHECK(graphrw::test::ortCompare(dir / "a.onnx", dir / "a.onnx")["ok"] == true);
+  auto differ = graphrw::test::ortCompare(dir / "a.onnx", dir / "b.onnx");
+  INFO(differ.dump());
+  CHECK(differ["ok"] == false);  // only the then branch differs
+  writeModel(dir / "d.onnx", R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (bool c, float[3] x) => (double[3] y) {
+  f = Neg (x)
+  y = Cast <to = 11> (f)
+}
+)");
+  writeModel(dir / "f.onnx", R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (bool c, float[3] x) => (float[3] y) {
+  y = Neg (x)
+}
+)");
+  auto types = graphrw::test::ortCompare(dir / "f.onnx", dir / "d.onnx");
+  CHECK(types["ok"] == false);
+  CHECK(types["outputs"]["y"] == "types float32 vs float64");
 }

@@ -3,9 +3,10 @@
 //   node ort.js batch REQUEST.json RESPONSE.json
 //     REQUEST: [{"model": path, "inputs": [{"name", "type", "dims", "data": base64}]}]
 //     RESPONSE: [{"ok": true, "outputs": [{"name", "type", "dims", "data"}]} | {"ok": false, "error": msg}]
-//   node ort.js compare A.onnx B.onnx [--tol T] [--seed S] [--int-max N]
+//   node ort.js compare A.onnx B.onnx [--tol T] [--seed S] [--int-max N] [--runs R]
 //     Runs both models on the same pseudo-random inputs (from A's input
-//     metadata) and compares every output; prints JSON, exits 0 when equal
+//     metadata; R seeds from S, default 3) and compares every output's type,
+//     shape and values; prints JSON, exits 0 when equal
 //     within T (absolute, plus T relative), 1 when not, 2 on error.
 'use strict';
 const fs = require('fs');
@@ -88,35 +89,47 @@ function randomFeeds(session, seed, intMax, other) {
   return feeds;
 }
 
+// Both models on the same inputs from several seeds (a boolean input takes
+// both values across them); every output's type, shape and values compared.
 async function compare(a, b, options) {
   const sa = await ort.InferenceSession.create(a);
   const sb = await ort.InferenceSession.create(b);
-  const feeds = randomFeeds(sa, options.seed, options.intMax, sb);
-  const ra = await sa.run(feeds);
-  const rb = await sb.run(feeds);
-  const report = {ok: true, outputs: {}};
+  const report = {ok: true, outputs: {}, seeds: []};
   const names = sa.outputNames;
   if (JSON.stringify([...names].sort()) !== JSON.stringify([...sb.outputNames].sort())) {
     report.ok = false;
     report.error = 'output names differ: ' + names + ' vs ' + sb.outputNames;
   }
-  for (const name of names) {
-    const x = ra[name], y = rb[name];
-    if (!y) continue;
-    if (JSON.stringify(x.dims) !== JSON.stringify(y.dims)) {
-      report.ok = false;
-      report.outputs[name] = 'dims ' + x.dims + ' vs ' + y.dims;
-      continue;
+  for (let k = 0; k < options.runs; k++) {
+    const seed = options.seed + k;
+    report.seeds.push(seed);
+    const feeds = randomFeeds(sa, seed, options.intMax, sb);
+    const ra = await sa.run(feeds);
+    const rb = await sb.run(feeds);
+    for (const name of names) {
+      const x = ra[name], y = rb[name];
+      if (!y || typeof report.outputs[name] === 'string') continue;
+      if (x.type !== y.type) {
+        report.ok = false;
+        report.outputs[name] = 'types ' + x.type + ' vs ' + y.type;
+        continue;
+      }
+      if (JSON.stringify(x.dims) !== JSON.stringify(y.dims)) {
+        report.ok = false;
+        report.outputs[name] = 'dims ' + x.dims + ' vs ' + y.dims + ' (seed ' + seed + ')';
+        continue;
+      }
+      let worst = report.outputs[name] || 0;
+      for (let i = 0; i < x.data.length; i++) {
+        const p = Number(x.data[i]), q = Number(y.data[i]);
+        if (Number.isNaN(p) && Number.isNaN(q)) continue;
+        if (p === q) continue;
+        const excess = Math.abs(p - q) - options.tol * Math.abs(p);
+        worst = Math.max(worst, Number.isNaN(excess) ? Infinity : excess);
+      }
+      report.outputs[name] = worst;
+      if (!(worst <= options.tol)) report.ok = false;
     }
-    let worst = 0;
-    for (let i = 0; i < x.data.length; i++) {
-      const p = Number(x.data[i]), q = Number(y.data[i]);
-      if (Number.isNaN(p) && Number.isNaN(q)) continue;
-      const excess = Math.abs(p - q) - options.tol * Math.abs(p);
-      worst = Math.max(worst, Number.isNaN(excess) ? Infinity : excess);
-    }
-    report.outputs[name] = worst;
-    if (!(worst <= options.tol)) report.ok = false;
   }
   console.log(JSON.stringify(report));
   return report.ok ? 0 : 1;
@@ -130,12 +143,13 @@ async function compare(a, b, options) {
       process.exit(0);
     }
     if (command === 'compare') {
-      const options = {tol: 1e-5, seed: 1, intMax: 2};
+      const options = {tol: 1e-5, seed: 1, intMax: 2, runs: 3};
       const files = [];
       for (let i = 0; i < args.length; i++) {
         if (args[i] === '--tol') options.tol = Number(args[++i]);
         else if (args[i] === '--seed') options.seed = Number(args[++i]);
         else if (args[i] === '--int-max') options.intMax = Number(args[++i]);
+        else if (args[i] === '--runs') options.runs = Number(args[++i]);
         else files.push(args[i]);
       }
       process.exit(await compare(files[0], files[1], options));

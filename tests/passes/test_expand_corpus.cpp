@@ -4,6 +4,8 @@
 // fails on ONNX's own test_X_expanded model; otherwise a failure is ours.
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "expand.h"
 #include "loader.h"
 #include "ort.h"
@@ -90,6 +92,16 @@ TEST_CASE("expand --schema-ops all matches the backend corpus' expected outputs"
   auto results = test::ortRun(runs);
   REQUIRE(results.size() == runs.size());
 
+  // Cases whose data the harness cannot feed through ONNX Runtime's Node.js
+  // API (bfloat16 and string tensors, sequences), for ONNX's own expansion
+  // as much as for ours. Every other case must run and match; a listed case
+  // that starts running must match too.
+  const std::set<std::string> cannotFeed = {
+      "test_castlike_BFLOAT16_to_FLOAT", "test_castlike_FLOAT_to_BFLOAT16", "test_castlike_FLOAT_to_STRING",
+      "test_castlike_STRING_to_FLOAT", "test_sequence_map_identity_1_sequence",
+      "test_sequence_map_identity_2_sequences", "test_sequence_map_identity_1_sequence_1_tensor",
+      "test_sequence_map_add_1_sequence_1_tensor", "test_sequence_map_add_2_sequences",
+      "test_sequence_map_extract_shapes"};
   size_t matched = 0, ortCannot = 0;
   std::string cannot;
   for (size_t k = 0; k < index.size(); ++k) {
@@ -97,11 +109,14 @@ TEST_CASE("expand --schema-ops all matches the backend corpus' expected outputs"
     const auto& ours = results[2 * k];
     const auto& reference = results[2 * k + 1];
     if (!ours.ok) {
-      if (!reference.ok) {
+      if (!reference.ok && cannotFeed.count(c.name)) {
         ++ortCannot;
         cannot += "\n  " + c.name + ": " + ours.error.substr(0, 120);
+      } else if (!reference.ok) {
+        failures.push_back(c.name + ": ONNX Runtime runs neither expansion and the case is not on the list: " + ours.error);
+      } else {
+        failures.push_back(c.name + ": ORT runs ONNX's expansion but not ours: " + ours.error);
       }
-      else failures.push_back(c.name + ": ORT runs ONNX's expansion but not ours: " + ours.error);
       continue;
     }
     auto proto = test::readProto(c.original);
@@ -109,6 +124,9 @@ TEST_CASE("expand --schema-ops all matches the backend corpus' expected outputs"
     // Random ops (Bernoulli) can only be checked for type and shape.
     bool random = c.name.find("bernoulli") != std::string::npos;
     bool ok = expected.size() == ours.outputs.size();
+    if (!ok)
+      failures.push_back(c.name + ": " + std::to_string(ours.outputs.size()) + " outputs, " +
+                         std::to_string(expected.size()) + " expected");
     for (size_t j = 0; ok && j < expected.size(); ++j) {
       std::string diff = test::compareTensor(ours.outputs[j], expected[j], 1e-3, 1e-5);
       if (random && diff.rfind("element", 0) == 0) diff.clear();
@@ -122,7 +140,8 @@ TEST_CASE("expand --schema-ops all matches the backend corpus' expected outputs"
   INFO(matched << " data sets matched, " << ortCannot << " that ONNX Runtime cannot run either");
   for (const auto& f : failures) UNSCOPED_INFO(f);
   CHECK(failures.empty());
-  CHECK(matched >= 100);
+  CHECK(ortCannot <= cannotFeed.size());
+  CHECK(matched + ortCannot == index.size());  // every data set either matched or is on the list
   WARN("expanded corpus: " << matched << " data sets matched expected outputs; " << ortCannot
                            << " not runnable through ONNX Runtime's Node.js API (nor is ONNX's own expansion):" << cannot);
 }

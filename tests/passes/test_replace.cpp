@@ -606,3 +606,56 @@ g (float[2, 3, 4] x, float[3, 4] s) => (float[2, 3, 4] z) {
     CHECK(countOp(readProto(dir / "out.onnx"), "Scale") == 2);
   }
 }
+
+TEST_CASE("rule file: rename carries a value under a new name, outputs maps, fold false keeps template ops", "[replace][rules]") {
+  auto proto = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (float[4,6] X) => (float[4,6] H, float[4,3] Y) {
+  H = HardSigmoid <alpha = 0.5, beta = 0.25> (X)
+  D, mask = Dropout (H)
+  Y = MatMul (D, W)
+}
+)");
+  addWeight(proto, "W", {6, 3}, 5);
+  auto run = [&](const std::string& text) {
+    auto rules = parseRules(text, "r.json");
+    auto model = loadModel(proto);
+    PassManager pm({true, std::nullopt, ""});
+    for (auto& p : rules.passes) pm.add(std::move(p));
+    auto report = pm.run(*model);
+    return std::make_pair(std::move(model), report);
+  };
+  // HardSigmoid's beta becomes LeakyRelu's alpha; its own alpha is dropped as
+  // the rule says. The Dropout keeps only its first output.
+  auto [model, report] = run(R"({"version": 1, "passes": [{"pass": "replace", "replacements": [
+    {"select": {"op_type": "HardSigmoid"}, "with": "LeakyRelu", "rename": {"beta": "alpha"}, "drop": ["alpha"]},
+    {"select": {"op_type": "Dropout"}, "with": "Identity", "outputs": [0]}
+  ]}]})");
+  auto out = toProto(*model);
+  const onnx::NodeProto* leaky = nullptr;
+  for (const auto& n : out.graph().node())
+    if (n.op_type() == "LeakyRelu") leaky = &n;
+  REQUIRE(leaky);
+  REQUIRE(leaky->attribute_size() == 1);
+  CHECK(leaky->attribute(0).name() == "alpha");
+  CHECK(leaky->attribute(0).f() == 0.25f);  // beta's value
+  for (const auto& n : out.graph().node())
+    if (n.op_type() == "Identity") {
+      CHECK(n.output_size() == 1);
+      CHECK(n.output(0) == "D");
+    }
+  CHECK(countOp(out, "Dropout") == 0);
+
+  // A template on the weight: folded by default, kept as ops with fold false.
+  const std::string templ = R"(<domain: \"t\", opset_import: [\"\" : 17]>\nAsGemm (a, b) => (y) {\n  bt = Transpose <perm = [1, 0]> (b)\n  y = Gemm <transB = 1> (a, bt)\n})";
+  auto [folded, r1] = run(R"({"version": 1, "passes": [{"pass": "replace", "replacements": [
+    {"select": {"op_type": "MatMul"}, "template": ")" + templ + R"("}]}]})");
+  CHECK(countOp(toProto(*folded), "Transpose") == 0);
+  CHECK(r1[0]["weights_folded"] == 1);
+  auto [kept, r2] = run(R"({"version": 1, "passes": [{"pass": "replace", "fold": false, "replacements": [
+    {"select": {"op_type": "MatMul"}, "template": ")" + templ + R"("}]}]})");
+  CHECK(countOp(toProto(*kept), "Transpose") == 1);
+  CHECK(r2[0]["weights_folded"] == 0);
+  checkSameMaths(proto, *folded);
+  checkSameMaths(proto, *kept);
+}

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error.h"
+#include "expand.h"
 #include "json_schema.h"
 #include "rules.h"
 #include "support.h"
@@ -69,6 +70,27 @@ TEST_CASE("a valid rule file becomes typed passes", "[rules]") {
   CHECK(rules.description == "d");
   REQUIRE(rules.passes.size() == 2);
   CHECK(rules.passes[0]->name() == "expand");
+  CHECK(rules.passes[1]->name() == "expand");
+  // The entries' options as the pass reads them.
+  RuleContext where{"r.json", "", {}};
+  auto first = passes::expandOptionsFromJson(
+      nlohmann::json::parse(R"({"pass": "expand", "select": [{"op_type": "A"}, {"name": "/x/*", "domain": "f"}], "schema_ops": "all"})"),
+      where, "/passes/0");
+  REQUIRE(first.select.any.size() == 2);
+  CHECK(first.select.any[0].opType == "A");
+  CHECK(first.select.any[1].name == "/x/*");
+  CHECK(first.select.any[1].domain == "f");
+  CHECK(first.schemaAll);
+  CHECK(first.calls);
+  auto second = passes::expandOptionsFromJson(
+      nlohmann::json::parse(R"({"pass": "expand", "exclude": {"name_regex": "a.*"}, "schema_ops": ["Celu"], "convert_opset": true})"),
+      where, "/passes/1");
+  CHECK(second.select.empty());
+  REQUIRE(second.exclude.any.size() == 1);
+  CHECK(second.exclude.any[0].nameRegex == "a.*");
+  CHECK_FALSE(second.schemaAll);
+  CHECK(second.schemaOps == std::vector<std::string>{"Celu"});
+  CHECK(second.convertOpset);
 }
 
 TEST_CASE("the bundled schema is self-contained", "[rules]") {

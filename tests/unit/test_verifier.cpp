@@ -3,6 +3,8 @@
 #include "ir_corruptor.h"
 #include "loader.h"
 #include "models.h"
+#include "pass_manager.h"
+#include "error.h"
 #include "support.h"
 #include "verifier.h"
 
@@ -76,4 +78,37 @@ main (float[2] X) => (float[2] Y) {
   REQUIRE(cycle);
   CHECK_THAT(*cycle, Catch::Contains("Relu") && Catch::Contains("Neg"));
   CHECK_THAT(*cycle, !Catch::Contains("Abs"));
+}
+
+namespace {
+
+// A pass with a bug: it moves the last node to the front (a use before its producer).
+class MisorderingPass final : public Pass {
+ public:
+  std::string name() const override { return "misorder"; }
+  void run(Model& model, PassContext&) const override {
+    auto& nodes = Corrupt::nodes(model.graph());
+    nodes.splice(nodes.begin(), nodes, std::prev(nodes.end()));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("verify-each (--verify-each) stops at the pass that broke the IR, naming it (exit 1)", "[verifier][pass-manager]") {
+  auto run = [](bool verifyEach) {
+    auto model = loadModel(test::parseModel(test::kSmallModel));
+    PassManager pm({verifyEach, std::nullopt, ""});
+    pm.add(std::make_unique<MisorderingPass>());
+    pm.run(*model);
+  };
+  try {
+    run(true);
+    FAIL("the broken IR went through");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::Findings);
+    CHECK(static_cast<int>(e.code()) == 1);
+    CHECK_THAT(std::string(e.what()), Catch::Contains("IR verifier failed after pass 0 (misorder)") &&
+                                          Catch::Contains("before it is produced"));
+  }
+  CHECK_NOTHROW(run(false));  // without the flag the pass manager does not look
 }
