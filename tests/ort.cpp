@@ -62,6 +62,7 @@ const char* ortType(int32_t t) {
     case 5: return "int16";
     case 6: return "int32";
     case 7: return "int64";
+    case 8: return "string";
     case 9: return "bool";
     case 10: return "float16";
     case 11: return "float64";
@@ -150,10 +151,14 @@ std::vector<OrtResult> ortRun(const std::vector<OrtCase>& cases) {
     nlohmann::json inputs = nlohmann::json::array();
     for (const auto& t : c.inputs) {
       const char* type = ortType(t.data_type());
-      inputs.push_back({{"name", t.name()},
-                        {"type", type ? type : "unsupported"},
-                        {"dims", std::vector<int64_t>(t.dims().begin(), t.dims().end())},
-                        {"data", base64(rawBytes(t))}});
+      nlohmann::json in = {{"name", t.name()},
+                           {"type", type ? type : "unsupported"},
+                           {"dims", std::vector<int64_t>(t.dims().begin(), t.dims().end())}};
+      if (t.data_type() == onnx::TensorProto::STRING)
+        in["strings"] = std::vector<std::string>(t.string_data().begin(), t.string_data().end());
+      else
+        in["data"] = base64(rawBytes(t));
+      inputs.push_back(in);
     }
     request.push_back({{"model", c.model.string()}, {"inputs", inputs}});
   }
@@ -182,6 +187,14 @@ std::string compareTensor(const nlohmann::json& actual, const onnx::TensorProto&
   const char* type = ortType(expected.data_type());
   if (!type) return "unsupported expected type";
   if (actual["type"].get<std::string>() != type) return "type " + actual["type"].get<std::string>() + " vs " + type;
+  if (expected.data_type() == onnx::TensorProto::STRING) {
+    auto got = actual["strings"].get<std::vector<std::string>>();
+    if (got.size() != static_cast<size_t>(expected.string_data_size())) return "sizes differ";
+    for (size_t i = 0; i < got.size(); ++i)
+      if (got[i] != expected.string_data(static_cast<int>(i)))
+        return "element " + std::to_string(i) + ": '" + got[i] + "' vs expected '" + expected.string_data(static_cast<int>(i)) + "'";
+    return "";
+  }
   std::string got = unbase64(actual["data"].get<std::string>());
   std::string exp = rawBytes(expected);
   size_t n = exp.size() / width(expected.data_type());

@@ -1,6 +1,7 @@
 // End-to-end: the built graphrw binary on files, pipes and exit codes.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -545,4 +546,67 @@ TEST_CASE("batch: every warning names its model, per-model counts and a summary 
   CHECK(report["summary"]["warnings"] == 2);
   CHECK(report["summary"]["seconds"].get<double>() >= 0);
   for (const auto& m : report["models"]) CHECK(m["warnings"] == 1);
+}
+
+TEST_CASE("external data: the size threshold and the alignment of each tensor in the data file", "[cli][external]") {
+  graphrw::test::TempDir dir;
+  // Y = X + A + B + C + D with weights of 100 B, 2,000 B, 3,000 B and 80,000 B.
+  auto proto = graphrw::test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1] X) => (float[1] Y) {
+  a = ReduceSum <keepdims = 0> (A)
+  b = ReduceSum <keepdims = 0> (B)
+  c = ReduceSum <keepdims = 0> (C)
+  d = ReduceSum <keepdims = 0> (D)
+  s1 = Add (a, b)
+  s2 = Add (c, d)
+  s = Add (s1, s2)
+  Y = Add (X, s)
+}
+)");
+  std::map<std::string, std::string> bytes;
+  for (auto [name, count] : {std::pair{"A", 25}, {"B", 500}, {"C", 750}, {"D", 20000}}) {
+    auto* t = proto.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(count);
+    std::string raw(static_cast<size_t>(count) * 4, '\0');
+    for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<char>((i * 7 + name[0]) & 0xff);
+    t->set_raw_data(raw);
+    bytes[name] = raw;
+  }
+  graphrw::test::writeProto(proto, dir / "m.onnx");
+
+  auto check = [&](const fs::path& model, const fs::path& data, const std::set<std::string>& external) {
+    auto out = graphrw::test::readProto(model);
+    std::string file = graphrw::test::readFile(data);
+    for (const auto& t : out.graph().initializer()) {
+      INFO(t.name());
+      bool isExternal = t.data_location() == onnx::TensorProto::EXTERNAL;
+      CHECK(isExternal == (external.count(t.name()) == 1));
+      if (!isExternal) {
+        CHECK(t.raw_data() == bytes[t.name()]);
+        continue;
+      }
+      uint64_t offset = 0, length = 0;
+      for (const auto& e : t.external_data()) {
+        if (e.key() == "offset") offset = std::stoull(e.value());
+        if (e.key() == "length") length = std::stoull(e.value());
+      }
+      CHECK(length == bytes[t.name()].size());
+      CHECK(offset % (length >= 65536 ? 4096 : 16) == 0);
+      REQUIRE(offset + length <= file.size());
+      CHECK(file.substr(offset, length) == bytes[t.name()]);
+    }
+  };
+  // Default threshold 1,024 bytes: A stays in the model.
+  REQUIRE(run(bin() + " convert " + q(dir / "m.onnx") + " --external-data w.bin -o " + q(dir / "a.onnx")).status == 0);
+  check(dir / "a.onnx", dir / "w.bin", {"B", "C", "D"});
+  // A threshold of 50,000 bytes moves D only.
+  REQUIRE(run(bin() + " convert " + q(dir / "m.onnx") + " --external-data big.bin --size-threshold 50000 -o " +
+              q(dir / "b.onnx")).status == 0);
+  check(dir / "b.onnx", dir / "big.bin", {"D"});
+  // And back into the model, the same bytes as the original.
+  REQUIRE(run(bin() + " convert " + q(dir / "a.onnx") + " --embed-external-data -o " + q(dir / "c.onnx")).status == 0);
+  CHECK(graphrw::test::readFile(dir / "c.onnx") == graphrw::test::readFile(dir / "m.onnx"));
 }

@@ -20,6 +20,7 @@ const ARRAYS = {
 };
 
 function decode(t) {
+  if (t.type === 'string') return new ort.Tensor('string', t.strings, t.dims);
   const bytes = Buffer.from(t.data, 'base64');
   const Ctor = ARRAYS[t.type];
   if (!Ctor) throw new Error('unsupported tensor type ' + t.type);
@@ -30,6 +31,7 @@ function decode(t) {
 }
 
 function encode(name, t) {
+  if (t.type === 'string') return {name, type: t.type, dims: t.dims, strings: Array.from(t.data)};
   const raw = Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength);
   return {name, type: t.type, dims: t.dims, data: raw.toString('base64')};
 }
