@@ -546,36 +546,8 @@ int main(int argc, char** argv) {
         if (!known) usageError("--input " + name + "=" + file + ": " + input + " has no input '" + name + "'");
       }
       auto result = compareModels(*a, *b, compareOptions);
-      if (json) {
-        std::cout << result.dump(2) << "\n";
-      } else {
-        for (const auto& in : result["inputs"]) {
-          std::string dims;
-          for (const auto& d : in["dims"]) dims += (dims.empty() ? "" : ",") + std::to_string(d.get<int64_t>());
-          std::cout << "input  " << escapeControl(in["name"].get<std::string>()) << ": " << in["type"].get<std::string>()
-                    << "[" << dims << "] " << escapeControl(in["from"].get<std::string>())
-                    << (in["from"] == "random" ? " (seed " + std::to_string(compareOptions.seed) + ")" : std::string())
-                    << "\n";
-        }
-        for (const auto& out : result["outputs"]) {
-          std::cout << "output " << escapeControl(out["name"].get<std::string>()) << ": ";
-          if (out.contains("problem")) {
-            std::cout << escapeControl(out["problem"].get<std::string>()) << "\n";
-            continue;
-          }
-          auto number = [](const nlohmann::json& v) {
-            if (v.is_string()) return v.get<std::string>();
-            char buf[32];
-            std::snprintf(buf, sizeof buf, "%.3g", v.get<double>());
-            return std::string(buf);
-          };
-          std::cout << out["type"].get<std::string>() << ", max abs diff " << number(out["max_abs"]) << ", max rel diff "
-                    << number(out["max_rel"]) << (out["within"].get<bool>() ? ": within" : ": OUTSIDE") << " tolerance\n";
-        }
-        char tol[64];
-        std::snprintf(tol, sizeof tol, "rtol %g, atol %g", compareOptions.rtol, compareOptions.atol);
-        std::cout << (result["ok"].get<bool>() ? "same outputs within " : "outputs differ beyond ") << tol << "\n";
-      }
+      if (json) std::cout << result.dump(2) << "\n";
+      else std::cout << renderComparison(result, compareOptions);
       return result["ok"].get<bool>() ? 0 : static_cast<int>(ExitCode::Findings);
     }
     if (schema->parsed()) {

@@ -9,11 +9,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <cstdio>
 #include <sstream>
 
 #include "error.h"
 #include "graphrw_paths.h"
 #include "expand.h"
+#include "json_text.h"
 #include "loader.h"
 #include "pass_manager.h"
 #include "text_file.h"
@@ -333,6 +335,37 @@ nlohmann::json compareModels(ir::Model& a, ir::Model& b, const CompareOptions& o
   write(a, "a.onnx");
   write(b, "b.onnx");
   return runNode(ort, dir, dir / "a.onnx", dir / "b.onnx", resolved);
+}
+
+std::string renderComparison(const nlohmann::json& result, const CompareOptions& compareOptions) {
+  std::ostringstream os;
+  for (const auto& in : result["inputs"]) {
+    std::string dims;
+    for (const auto& d : in["dims"]) dims += (dims.empty() ? "" : ",") + std::to_string(d.get<int64_t>());
+    os << "input  " << escapeControl(in["name"].get<std::string>()) << ": " << in["type"].get<std::string>()
+       << "[" << dims << "] " << escapeControl(in["from"].get<std::string>())
+       << (in["from"] == "random" ? " (seed " + std::to_string(compareOptions.seed) + ")" : std::string())
+       << "\n";
+  }
+  for (const auto& out : result["outputs"]) {
+    os << "output " << escapeControl(out["name"].get<std::string>()) << ": ";
+    if (out.contains("problem")) {
+      os << escapeControl(out["problem"].get<std::string>()) << "\n";
+      continue;
+    }
+    auto number = [](const nlohmann::json& v) {
+      if (v.is_string()) return v.get<std::string>();
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.3g", v.get<double>());
+      return std::string(buf);
+    };
+    os << out["type"].get<std::string>() << ", max abs diff " << number(out["max_abs"]) << ", max rel diff "
+       << number(out["max_rel"]) << (out["within"].get<bool>() ? ": within" : ": OUTSIDE") << " tolerance\n";
+  }
+  char tol[64];
+  std::snprintf(tol, sizeof tol, "rtol %g, atol %g", compareOptions.rtol, compareOptions.atol);
+  os << (result["ok"].get<bool>() ? "same outputs within " : "outputs differ beyond ") << tol << "\n";
+  return os.str();
 }
 
 }  // namespace graphrw

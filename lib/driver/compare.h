@@ -32,6 +32,10 @@ struct CompareOptions {
 // install it), Error(BadInput) when a model cannot run.
 nlohmann::json compareModels(ir::Model& a, ir::Model& b, const CompareOptions& options);
 
+// compareModels' result as text: the inputs used, per output its type and
+// largest differences (or what differs), and the verdict.
+std::string renderComparison(const nlohmann::json& result, const CompareOptions& options);
+
 // Where onnxruntime-node is: $GRAPHRW_ORT_DIR, the source tree's tests/ort,
 // the current folder or npm's global folder (a folder holding node_modules/onnxruntime-node).
 std::string findOnnxRuntime();
