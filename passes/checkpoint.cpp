@@ -1,13 +1,13 @@
-#include "checkpoint.h"
+#include "passes/checkpoint.h"
 
 #include <spdlog/spdlog.h>
 
 #include <unordered_set>
 
-#include "attributes.h"
-#include "blocks.h"
-#include "error.h"
-#include "popart.h"
+#include "analysis/attributes.h"
+#include "analysis/blocks.h"
+#include "analysis/popart.h"
+#include "support/error.h"
 
 namespace graphrw::passes {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <memory>
 
-#include "pass.h"
-#include "selector.h"
+#include "analysis/pass.h"
+#include "analysis/selector.h"
 
 namespace graphrw::passes {
 

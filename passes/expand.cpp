@@ -1,4 +1,4 @@
-#include "expand.h"
+#include "passes/expand.h"
 
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
@@ -10,14 +10,14 @@
 #include <set>
 #include <unordered_map>
 
-#include "error.h"
-#include "json_text.h"
-#include "inliner.h"
-#include "loader.h"
-#include "opsets.h"
-#include "popart.h"
-#include "types.h"
-#include "writer.h"
+#include "analysis/opsets.h"
+#include "analysis/popart.h"
+#include "analysis/types.h"
+#include "io/loader.h"
+#include "io/writer.h"
+#include "ir/inliner.h"
+#include "support/error.h"
+#include "support/json_text.h"
 
 namespace graphrw::passes {
 namespace {
@@ -168,7 +168,7 @@ class ExpandRun {
   }
 
   std::vector<Node*> inlineTarget(Graph& g, Node* n, const Target& t, const std::map<std::string, int64_t>& opsets) {
-    std::string prefix = n->name().empty() ? g.nodeNames().fresh(n->opType()) : n->name();
+    std::string prefix = n->name().empty() ? rw_->reserveNodeName(g, n->opType()) : n->name();
     matched_++;
     switch (t.kind) {
       case Kind::Function: {

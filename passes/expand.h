@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "pass.h"
-#include "selector.h"
+#include "analysis/pass.h"
+#include "analysis/selector.h"
 
 namespace graphrw::passes {
 

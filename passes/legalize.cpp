@@ -1,21 +1,21 @@
-#include "legalize.h"
+#include "passes/legalize.h"
 
 #include <spdlog/spdlog.h>
 
 #include <set>
 
-#include "embedded.h"
-#include "error.h"
-#include "expand.h"
-#include "fold_pass.h"
-#include "graphcore_ops.h"
-#include "opset.h"
-#include "opsets.h"
-#include "pattern.h"
-#include "popart.h"
-#include "popart_check.h"
-#include "replace.h"
-#include "set_shapes.h"
+#include "analysis/graphcore_ops.h"
+#include "analysis/opsets.h"
+#include "analysis/pattern.h"
+#include "analysis/popart.h"
+#include "analysis/popart_check.h"
+#include "passes/expand.h"
+#include "passes/fold.h"
+#include "passes/opset.h"
+#include "passes/replace.h"
+#include "passes/set_shapes.h"
+#include "support/embedded.h"
+#include "support/error.h"
 
 namespace graphrw::passes {
 namespace {

@@ -1,4 +1,4 @@
-#include "opset.h"
+#include "passes/opset.h"
 
 #include <onnx/defs/schema.h>
 #include <onnx/version_converter/convert.h>
@@ -9,14 +9,14 @@
 #include <set>
 #include <unordered_map>
 
-#include "error.h"
-#include "expand.h"
-#include "json_text.h"
-#include "opset_adapters.h"
-#include "opsets.h"
-#include "types.h"
-#include "weights.h"
-#include "writer.h"
+#include "analysis/opsets.h"
+#include "analysis/types.h"
+#include "analysis/weights.h"
+#include "io/writer.h"
+#include "passes/expand.h"
+#include "passes/opset_adapters.h"
+#include "support/error.h"
+#include "support/json_text.h"
 
 namespace graphrw::passes {
 namespace {

@@ -7,7 +7,7 @@
 #include <memory>
 #include <optional>
 
-#include "pass.h"
+#include "analysis/pass.h"
 
 namespace graphrw::passes {
 

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "ir.h"
-#include "rewriter.h"
-#include "weights.h"
+#include "analysis/weights.h"
+#include "ir/ir.h"
+#include "ir/rewriter.h"
 
 namespace graphrw::passes::opset {
 

@@ -1,4 +1,4 @@
-#include "outline.h"
+#include "passes/outline.h"
 
 #include <spdlog/spdlog.h>
 
@@ -9,16 +9,16 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "blocks.h"
-#include "error.h"
-#include "fold.h"
-#include "inliner.h"
-#include "loader.h"
-#include "opsets.h"
-#include "outline_sharing.h"
-#include "popart.h"
-#include "types.h"
-#include "writer.h"
+#include "analysis/blocks.h"
+#include "analysis/fold.h"
+#include "analysis/opsets.h"
+#include "analysis/popart.h"
+#include "analysis/types.h"
+#include "io/loader.h"
+#include "io/writer.h"
+#include "ir/inliner.h"
+#include "passes/outline_sharing.h"
+#include "support/error.h"
 
 namespace graphrw::passes {
 namespace {
@@ -44,18 +44,6 @@ class Stopwatch {
 // attributes are part of their signature).
 constexpr const char* kPlacement[] = {"__ipu_number", "__pipeline_stage", "__execution_phase"};
 
-// "/encoder/layer.0" -> "encoder_layer_0"
-std::string sanitize(const std::string& key) {
-  std::string out;
-  for (char c : key) {
-    bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-    if (ok) out += c;
-    else if (!out.empty() && out.back() != '_') out += '_';
-  }
-  while (!out.empty() && out.back() == '_') out.pop_back();
-  return out.empty() ? "block" : out;
-}
-
 struct Group {
   std::string callee;
   std::vector<size_t> blocks;  // indices into work_
@@ -79,46 +67,8 @@ class OutlineRun {
   void run(Model& model, PassContext& context) {
     auto before = ModelUsage::of(model);
     size_t mainBefore = model.graph().nodeCount();
-    Stopwatch clock;
-
-    std::vector<Graph*> graphs;
-    model.walkGraphs([&](Graph& g) { graphs.push_back(&g); });
-    if (options_.mode != OutlineOptions::Mode::Attributes) {
-      size_t forwarded = 0;
-      for (Graph* g : graphs) forwarded += outline_sharing::forwardWeightIdentities(*rw_, *g);
-      if (forwarded) context.details["weight_identities_removed"] = forwarded;
-    }
-    std::set<std::string> hits;
-    size_t detached = 0;
-    for (Graph* g : graphs) {
-      auto blocks = findBlocks(*g, options_.select, &hits);
-      if (blocks.empty()) continue;
-      checkConvex(*g, blocks, "outline");
-      if (options_.mode != OutlineOptions::Mode::Attributes) {
-        for (auto& b : blocks) detached += outline_sharing::detachCheckpoints(*g, b);
-        hoisted_ += outline_sharing::hoistShared(*g, blocks);
-      }
-      for (auto& b : blocks) {
-        if (b.nodes.empty()) continue;
-        bool scoped = b.nodes.size() > 1 || (b.nodes.size() == 1 && b.key != b.nodes[0]->name());
-        work_.push_back({g, std::move(b), scoped, 0, {}});
-      }
-    }
-    clock.lap("blocks");
-    requireMatches("outline", options_.select, hits, options_.allowNoMatch);
-    if (detached) context.details["checkpoints_kept_outside"] = detached;
-    if (hoisted_) context.details["nodes_hoisted"] = hoisted_;
-    context.matched = work_.size();
-    context.details["blocks"] = work_.size();
-    if (options_.mode != OutlineOptions::Mode::Attributes) {
-      // Input types decide which blocks may share a body: ONNX's shape
-      // inference fills in those the model does not give.
-      std::vector<Value*> inputs;
-      for (const auto& w : work_) inputs.insert(inputs.end(), w.block.inputs.begin(), w.block.inputs.end());
-      inferMissingTypes(*rw_, inputs);
-      clock.lap("types");
-    }
-
+    collect(model, context);
+    clock_.lap("blocks");
     if (options_.mode == OutlineOptions::Mode::Attributes) {
       size_t marked = 0;
       for (auto& w : work_)
@@ -126,45 +76,20 @@ class OutlineRun {
       context.details["nodes_annotated"] = marked;
       return;
     }
-
+    // Input types decide which blocks may share a body: ONNX's shape
+    // inference fills in those the model does not give.
+    std::vector<Value*> inputs;
+    for (const auto& w : work_) inputs.insert(inputs.end(), w.block.inputs.begin(), w.block.inputs.end());
+    inferMissingTypes(*rw_, inputs);
+    clock_.lap("types");
     size_t alreadyFunctions = 0;
-    std::vector<size_t> kept;
-    for (size_t i = 0; i < work_.size(); ++i) {
-      Work& w = work_[i];
-      Node* only = w.block.nodes.size() == 1 ? w.block.nodes[0] : nullptr;
-      Function* called = only ? model.findFunction(only->domain(), only->opType(), only->overload()) : nullptr;
-      if (called && options_.mode == OutlineOptions::Mode::Function) {
-        alreadyFunctions++;  // a call of a local function is outlined already
-        continue;
-      }
-      if (called) {
-        // The function body is the block: inline it where it stands, outline what came in.
-        std::string prefix = only->name().empty() ? w.graph->nodeNames().fresh(only->opType()) : only->name();
-        w.block.key = prefix;
-        auto result = inlineBody(*rw_, only, called->body(), AttributeEnv::of(*only), prefix);
-        w.block.nodes = result.created;
-        fillBoundary(*w.graph, w.block);
-        w.scoped = true;
-      }
-      checkBlock(w);
-      kept.push_back(i);
-    }
-    clock.lap("checks");
+    std::vector<size_t> kept = prepare(model, alreadyFunctions);
+    clock_.lap("checks");
     groupBlocks(kept);
-    clock.lap("grouping");
-    for (auto& group : groups_) build(group);
-    std::set<Graph*> touched;
-    size_t saved = 0;
-    for (size_t i : kept) {
-      saved += work_[i].block.nodes.size() - 1;
-      emit(work_[i]);
-      touched.insert(work_[i].graph);
-    }
-    clock.lap("calls");
-    for (Graph* g : touched) rw_->sortTopologically(*g);
-    clock.lap("sort");
+    clock_.lap("grouping");
+    size_t saved = outlineAll(kept);
     auto removed = pruneUnused(*rw_, before);
-    clock.lap("prune");
+    clock_.lap("prune");
 
     nlohmann::json callees = nlohmann::json::object();
     for (const auto& group : groups_)
@@ -178,6 +103,83 @@ class OutlineRun {
   }
 
  private:
+  // The blocks of every graph (weights' Identity aliases read through, shared
+  // mask computations hoisted, checkpoints left outside) into work_.
+  void collect(Model& model, PassContext& context) {
+    std::vector<Graph*> graphs;
+    model.walkGraphs([&](Graph& g) { graphs.push_back(&g); });
+    bool sharing = options_.mode != OutlineOptions::Mode::Attributes;
+    if (sharing) {
+      size_t forwarded = 0;
+      for (Graph* g : graphs) forwarded += outline_sharing::forwardWeightIdentities(*rw_, *g);
+      if (forwarded) context.details["weight_identities_removed"] = forwarded;
+    }
+    std::set<std::string> hits;
+    size_t detached = 0;
+    for (Graph* g : graphs) {
+      auto blocks = findBlocks(*g, options_.select, &hits);
+      if (blocks.empty()) continue;
+      checkConvex(*g, blocks, "outline");
+      if (sharing) {
+        for (auto& b : blocks) detached += outline_sharing::detachCheckpoints(*g, b);
+        hoisted_ += outline_sharing::hoistShared(*g, blocks);
+      }
+      for (auto& b : blocks) {
+        if (b.nodes.empty()) continue;
+        bool scoped = b.nodes.size() > 1 || (b.nodes.size() == 1 && b.key != b.nodes[0]->name());
+        work_.push_back({g, std::move(b), scoped, 0, {}});
+      }
+    }
+    requireMatches("outline", options_.select, hits, options_.allowNoMatch);
+    if (detached) context.details["checkpoints_kept_outside"] = detached;
+    if (hoisted_) context.details["nodes_hoisted"] = hoisted_;
+    context.matched = work_.size();
+    context.details["blocks"] = work_.size();
+  }
+
+  // The blocks to outline: a call of a local function is inlined first (its
+  // body is the block), or left alone in function mode. Each is checked.
+  std::vector<size_t> prepare(Model& model, size_t& alreadyFunctions) {
+    std::vector<size_t> kept;
+    for (size_t i = 0; i < work_.size(); ++i) {
+      Work& w = work_[i];
+      Node* only = w.block.nodes.size() == 1 ? w.block.nodes[0] : nullptr;
+      Function* called = only ? model.findFunction(only->domain(), only->opType(), only->overload()) : nullptr;
+      if (called && options_.mode == OutlineOptions::Mode::Function) {
+        alreadyFunctions++;  // a call of a local function is outlined already
+        continue;
+      }
+      if (called) {
+        // The function body is the block: inline it where it stands, outline what came in.
+        std::string prefix = only->name().empty() ? rw_->reserveNodeName(*w.graph, only->opType()) : only->name();
+        w.block.key = prefix;
+        auto result = inlineBody(*rw_, only, called->body(), AttributeEnv::of(*only), prefix);
+        w.block.nodes = result.created;
+        fillBoundary(*w.graph, w.block);
+        w.scoped = true;
+      }
+      checkBlock(w);
+      kept.push_back(i);
+    }
+    return kept;
+  }
+
+  // Each group's body built, each block replaced by its call. Returns the nodes saved.
+  size_t outlineAll(const std::vector<size_t>& kept) {
+    for (auto& group : groups_) build(group);
+    std::set<Graph*> touched;
+    size_t saved = 0;
+    for (size_t i : kept) {
+      saved += work_[i].block.nodes.size() - 1;
+      emit(work_[i]);
+      touched.insert(work_[i].graph);
+    }
+    clock_.lap("calls");
+    for (Graph* g : touched) rw_->sortTopologically(*g);
+    clock_.lap("sort");
+    return saved;
+  }
+
   // __outline = [k0, v0, k1, v1, ...]: the given keys set, others kept, in order.
   size_t annotate(Node* n) {
     std::vector<std::pair<std::string, std::string>> pairs;
@@ -224,67 +226,11 @@ class OutlineRun {
     if (w.block.outputs.empty()) badInput("outline: block '" + w.block.key + "' has no output anything reads");
   }
 
-  // The value of a constant (initializer or Constant output) as bytes; a
-  // unique token for anything else (it cannot be compared, so never shared).
-  std::string constantKey(const Value* v) {
-    if (auto t = constantOf(v)) return contentKey(*t);
-    return "value:" + v->name();
-  }
-
-  // Blocks are the same computation when their ops, attributes, wiring and input types are.
-  std::string signature(const Block& b) {
-    std::string sig;
-    std::unordered_map<const Value*, std::string> token;
-    for (size_t i = 0; i < b.inputs.size(); ++i) {
-      token[b.inputs[i]] = "i" + std::to_string(i);
-      sig += "I" + std::to_string(i) + ":" + outline_sharing::typeKey(b.inputs[i]) + ";";
-      // A constant input that shapes an op inside: PopART builds the callee
-      // with the first call's value, so only blocks with equal values share.
-      bool shaping = false;
-      for (const Use& u : b.inputs[i]->uses())
-        for (const Node* n : b.nodes)
-          if (u.node == n && popart::shapeLikeOperand(*n, static_cast<size_t>(u.index))) shaping = true;
-      if (shaping) sig += "V" + constantKey(b.inputs[i]) + ";";
-    }
-    std::unordered_map<const Value*, size_t> outIndex;
-    for (size_t j = 0; j < b.outputs.size(); ++j) outIndex[b.outputs[j]] = j;
-    for (size_t k = 0; k < b.nodes.size(); ++k) {
-      const Node& n = *b.nodes[k];
-      sig += "N" + n.domain() + "|" + n.opType() + "|" + n.overload() + "|";
-      std::vector<std::string> attrs;
-      bool nested = false;
-      for (const auto& a : n.attributes()) nested |= a.t || !a.tensors.empty() || a.g || !a.graphs.empty();
-      if (nested) {
-        onnx::NodeProto p = nodeToProto(n);  // tensors and subgraphs, as written
-        for (const auto& a : p.attribute()) attrs.push_back(a.SerializeAsString());
-      } else {
-        for (const auto& a : n.attributes()) attrs.push_back(a.proto.SerializeAsString());
-      }
-      std::sort(attrs.begin(), attrs.end());
-      for (const auto& a : attrs) sig += std::to_string(a.size()) + ":" + a;
-      sig += "(";
-      for (Value* v : n.inputs()) sig += (v ? token.at(v) : std::string("-")) + ",";
-      sig += ")->(";
-      for (size_t o = 0; o < n.outputs().size(); ++o) {
-        Value* v = n.output(o);
-        if (!v) {
-          sig += "-,";
-          continue;
-        }
-        token[v] = "n" + std::to_string(k) + "." + std::to_string(o);
-        auto it = outIndex.find(v);
-        sig += token[v] + (it != outIndex.end() ? "=o" + std::to_string(it->second) : "") + ",";
-      }
-      sig += ");";
-    }
-    return sig;
-  }
-
   void groupBlocks(const std::vector<size_t>& kept) {
     std::unordered_map<std::string, size_t> bySignature;  // groups_ keeps first-seen order: deterministic
     bySignature.reserve(kept.size());
     for (size_t i : kept) {
-      std::string sig = signature(work_[i].block);
+      std::string sig = outline_sharing::signature(work_[i].block);
       // A block with an input of unknown type (inside a function body, where
       // ONNX infers nothing) shares with nothing: its sizes cannot be compared.
       // Unknown or symbolic dimensions of a known type do share.
@@ -334,34 +280,9 @@ class OutlineRun {
     std::set<std::string> names;
     for (const auto& f : model_->functions()) names.insert(f->key().name);
     for (auto& group : groups_) {
-      auto tokens = [](const std::string& s) {
-        std::vector<std::string> t;
-        size_t start = 0;
-        for (size_t k = 0; k <= s.size(); ++k)
-          if (k == s.size() || s[k] == '_') {
-            t.push_back(s.substr(start, k - start));
-            start = k + 1;
-          }
-        return t;
-      };
-      auto first = tokens(sanitize(work_[group.blocks.front()].block.key));
-      std::vector<bool> same(first.size(), true);
-      for (size_t i : group.blocks) {
-        auto t = tokens(sanitize(work_[i].block.key));
-        if (t.size() != first.size()) {
-          same.assign(first.size(), true);
-          break;
-        }
-        for (size_t k = 0; k < t.size(); ++k) same[k] = same[k] && t[k] == first[k];
-      }
-      std::string base;
-      for (size_t k = 0; k < first.size(); ++k)
-        if (same[k]) base += (base.empty() ? "" : "_") + first[k];
-      if (base.empty()) base = sanitize(work_[group.blocks.front()].block.key);
-      std::string name = base;
-      for (int k = 2; names.count(name); ++k) name = base + "_" + std::to_string(k);
-      names.insert(name);
-      group.callee = name;
+      std::vector<std::string> keys;
+      for (size_t i : group.blocks) keys.push_back(work_[i].block.key);
+      group.callee = outline_sharing::calleeName(keys, names);
     }
   }
 
@@ -405,7 +326,7 @@ class OutlineRun {
     std::set<std::string> nodeNames;
     for (Node* n : b.nodes) {
       onnx::NodeProto p = nodeToProto(*n);
-      renameRefs(p, rename);
+      outline_sharing::renameRefs(p, rename);
       for (const auto& [key, value] : w.placement) {
         bool has = false;
         for (const auto& a : p.attribute()) has |= a.name() == key;
@@ -463,23 +384,6 @@ class OutlineRun {
     rw_->addFunction(buildFunction(*model_, std::move(fp)));
   }
 
-  // Value names read by a node and by nodes in its subgraphs (free names only: inner names are not in the map).
-  static void renameRefs(onnx::NodeProto& p, const std::unordered_map<std::string, std::string>& rename) {
-    for (auto& in : *p.mutable_input())
-      if (auto it = rename.find(in); it != rename.end()) in = it->second;
-    for (auto& out : *p.mutable_output())
-      if (auto it = rename.find(out); it != rename.end()) out = it->second;
-    for (auto& a : *p.mutable_attribute()) {
-      auto sub = [&](onnx::GraphProto& g) {
-        for (auto& n : *g.mutable_node()) renameRefs(n, rename);
-        for (auto& o : *g.mutable_output())
-          if (auto it = rename.find(o.name()); it != rename.end()) o.set_name(it->second);
-      };
-      if (a.has_g()) sub(*a.mutable_g());
-      for (auto& g : *a.mutable_graphs()) sub(g);
-    }
-  }
-
   void emit(Work& w) {
     Graph& g = *w.graph;
     Group& group = groups_[w.group];
@@ -525,6 +429,7 @@ class OutlineRun {
   std::vector<Work> work_;
   std::vector<Group> groups_;
   size_t hoisted_ = 0;
+  Stopwatch clock_;
   std::unordered_map<size_t, std::string> shapesOf_;        // group -> its blocks' static input shapes
   std::unordered_map<size_t, size_t> nextWithSignature_;    // group -> next group with the same signature
 };

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "pass.h"
-#include "selector.h"
+#include "analysis/pass.h"
+#include "analysis/selector.h"
 
 namespace graphrw::passes {
 

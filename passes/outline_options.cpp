@@ -1,7 +1,7 @@
 // outline's options (from a rule file's entry or the generated command line)
 // and its registration; the pass itself is in outline.cpp.
-#include "error.h"
-#include "outline.h"
+#include "passes/outline.h"
+#include "support/error.h"
 
 namespace graphrw::passes {
 

@@ -1,15 +1,145 @@
-#include "outline_sharing.h"
+#include "passes/outline_sharing.h"
 
+#include <algorithm>
+#include <cctype>
 #include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "opsets.h"
-#include "popart.h"
+#include "analysis/fold.h"
+#include "analysis/opsets.h"
+#include "analysis/popart.h"
+#include "io/writer.h"
 
 namespace graphrw::passes::outline_sharing {
 
 using namespace ir;
+
+namespace {
+
+// "/encoder/layer.0" -> "encoder_layer_0"
+std::string sanitize(const std::string& key) {
+  std::string out;
+  for (char c : key) {
+    bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    if (ok)
+      out += c;
+    else if (!out.empty() && out.back() != '_')
+      out += '_';
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  return out.empty() ? "block" : out;
+}
+
+std::vector<std::string> tokens(const std::string& s) {
+  std::vector<std::string> t;
+  size_t start = 0;
+  for (size_t k = 0; k <= s.size(); ++k)
+    if (k == s.size() || s[k] == '_') {
+      t.push_back(s.substr(start, k - start));
+      start = k + 1;
+    }
+  return t;
+}
+
+// The value of a constant (initializer or Constant output) as bytes; a
+// unique token for anything else (it cannot be compared, so never shared).
+std::string constantKey(const Value* v) {
+  if (auto t = constantOf(v)) return contentKey(*t);
+  return "value:" + v->name();
+}
+
+// A node's attributes, each serialized, in name order (tensors and subgraphs as written).
+std::vector<std::string> attributeKeys(const Node& n) {
+  std::vector<std::string> attrs;
+  bool nested = false;
+  for (const auto& a : n.attributes()) nested |= a.t || !a.tensors.empty() || a.g || !a.graphs.empty();
+  if (nested) {
+    onnx::NodeProto p = nodeToProto(n);
+    for (const auto& a : p.attribute()) attrs.push_back(a.SerializeAsString());
+  } else {
+    for (const auto& a : n.attributes()) attrs.push_back(a.proto.SerializeAsString());
+  }
+  std::sort(attrs.begin(), attrs.end());
+  return attrs;
+}
+
+}  // namespace
+
+std::string signature(const Block& b) {
+  std::string sig;
+  std::unordered_map<const Value*, std::string> token;
+  for (size_t i = 0; i < b.inputs.size(); ++i) {
+    token[b.inputs[i]] = "i" + std::to_string(i);
+    sig += "I" + std::to_string(i) + ":" + typeKey(b.inputs[i]) + ";";
+    // A constant input that shapes an op inside: PopART builds the callee
+    // with the first call's value, so only blocks with equal values share.
+    bool shaping = false;
+    for (const Use& u : b.inputs[i]->uses())
+      for (const Node* n : b.nodes)
+        if (u.node == n && popart::shapeLikeOperand(*n, static_cast<size_t>(u.index))) shaping = true;
+    if (shaping) sig += "V" + constantKey(b.inputs[i]) + ";";
+  }
+  std::unordered_map<const Value*, size_t> outIndex;
+  for (size_t j = 0; j < b.outputs.size(); ++j) outIndex[b.outputs[j]] = j;
+  for (size_t k = 0; k < b.nodes.size(); ++k) {
+    const Node& n = *b.nodes[k];
+    sig += "N" + n.domain() + "|" + n.opType() + "|" + n.overload() + "|";
+    for (const auto& a : attributeKeys(n)) sig += std::to_string(a.size()) + ":" + a;
+    sig += "(";
+    for (Value* v : n.inputs()) sig += (v ? token.at(v) : std::string("-")) + ",";
+    sig += ")->(";
+    for (size_t o = 0; o < n.outputs().size(); ++o) {
+      Value* v = n.output(o);
+      if (!v) {
+        sig += "-,";
+        continue;
+      }
+      token[v] = "n" + std::to_string(k) + "." + std::to_string(o);
+      auto it = outIndex.find(v);
+      sig += token[v] + (it != outIndex.end() ? "=o" + std::to_string(it->second) : "") + ",";
+    }
+    sig += ");";
+  }
+  return sig;
+}
+
+std::string calleeName(const std::vector<std::string>& keys, std::set<std::string>& taken) {
+  auto first = tokens(sanitize(keys.front()));
+  std::vector<bool> same(first.size(), true);
+  for (const auto& key : keys) {
+    auto t = tokens(sanitize(key));
+    if (t.size() != first.size()) {
+      same.assign(first.size(), true);
+      break;
+    }
+    for (size_t k = 0; k < t.size(); ++k) same[k] = same[k] && t[k] == first[k];
+  }
+  std::string base;
+  for (size_t k = 0; k < first.size(); ++k)
+    if (same[k]) base += (base.empty() ? "" : "_") + first[k];
+  if (base.empty()) base = sanitize(keys.front());
+  std::string name = base;
+  for (int k = 2; taken.count(name); ++k) name = base + "_" + std::to_string(k);
+  taken.insert(name);
+  return name;
+}
+
+void renameRefs(onnx::NodeProto& p, const std::unordered_map<std::string, std::string>& rename) {
+  for (auto& in : *p.mutable_input())
+    if (auto it = rename.find(in); it != rename.end()) in = it->second;
+  for (auto& out : *p.mutable_output())
+    if (auto it = rename.find(out); it != rename.end()) out = it->second;
+  for (auto& a : *p.mutable_attribute()) {
+    auto sub = [&](onnx::GraphProto& g) {
+      for (auto& n : *g.mutable_node()) renameRefs(n, rename);
+      for (auto& o : *g.mutable_output())
+        if (auto it = rename.find(o.name()); it != rename.end()) o.set_name(it->second);
+    };
+    if (a.has_g()) sub(*a.mutable_g());
+    for (auto& g : *a.mutable_graphs()) sub(g);
+  }
+}
 
 // What must match for two blocks' inputs to share a body: the element type
 // and rank; dimensions may differ in being known (the body declares the

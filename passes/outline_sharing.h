@@ -9,12 +9,14 @@
 #include <onnx/onnx_pb.h>
 
 #include <optional>
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
-#include "blocks.h"
-#include "ir.h"
-#include "rewriter.h"
+#include "analysis/blocks.h"
+#include "ir/ir.h"
+#include "ir/rewriter.h"
 
 namespace graphrw::passes::outline_sharing {
 
@@ -24,6 +26,17 @@ std::string typeKey(const ir::Value* v);
 std::optional<std::vector<int64_t>> staticShape(const ir::Value* v);
 // The most specific type true of all: dimensions that agree are kept, the others left unknown.
 std::optional<onnx::TypeProto> commonType(const std::vector<const ir::Value*>& values);
+
+// Blocks are the same computation when their ops, attributes, wiring and
+// input types are (and constant inputs that shape an op inside, by value).
+std::string signature(const Block& b);
+// A callee's name from its blocks' keys, the parts in which they differ left
+// out ("/encoder/layer.0", "/encoder/layer.1" -> "encoder_layer"), unique
+// among `taken` (which it joins).
+std::string calleeName(const std::vector<std::string>& keys, std::set<std::string>& taken);
+// Value names read or written by a node and by nodes in its subgraphs (free
+// names only: inner names are not in the map) renamed as `rename` says.
+void renameRefs(onnx::NodeProto& p, const std::unordered_map<std::string, std::string>& rename);
 
 // Identity nodes on initializers (PyTorch's way of passing layer 0's weights to
 // later layers) are removed, their readers reading the initializer. Returns how many.

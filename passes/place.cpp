@@ -1,4 +1,4 @@
-#include "place.h"
+#include "passes/place.h"
 
 #include <spdlog/spdlog.h>
 
@@ -9,9 +9,9 @@
 #include <set>
 #include <unordered_map>
 
-#include "attributes.h"
-#include "error.h"
-#include "writer.h"
+#include "analysis/attributes.h"
+#include "io/writer.h"
+#include "support/error.h"
 
 namespace graphrw::passes {
 namespace {

@@ -12,8 +12,8 @@
 #include <memory>
 #include <vector>
 
-#include "pass.h"
-#include "selector.h"
+#include "analysis/pass.h"
+#include "analysis/selector.h"
 
 namespace graphrw::passes {
 

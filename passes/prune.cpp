@@ -1,8 +1,8 @@
-#include "prune.h"
+#include "passes/prune.h"
 
 #include <set>
 
-#include "opsets.h"
+#include "analysis/opsets.h"
 
 namespace graphrw::passes {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "pass.h"
+#include "analysis/pass.h"
 
 namespace graphrw::passes {
 

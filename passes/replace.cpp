@@ -1,17 +1,17 @@
-#include "replace.h"
+#include "passes/replace.h"
 
 #include <onnx/defs/schema.h>
 #include <spdlog/spdlog.h>
 
 #include <unordered_set>
 
-#include "builder.h"
-#include "error.h"
-#include "graphcore_ops.h"
-#include "inliner.h"
-#include "opsets.h"
-#include "popart.h"
-#include "replace_internal.h"
+#include "analysis/graphcore_ops.h"
+#include "analysis/opsets.h"
+#include "analysis/popart.h"
+#include "ir/builder.h"
+#include "ir/inliner.h"
+#include "passes/replace_internal.h"
+#include "support/error.h"
 
 namespace graphrw::passes {
 
@@ -185,7 +185,7 @@ void ReplaceRun::applyTemplate(const Function& fn, Node* n) {
           d.set_name(name);
           env.defaults[name] = d;
         }
-  std::string prefix = n->name().empty() ? g.nodeNames().fresh(n->opType()) : n->name();
+  std::string prefix = n->name().empty() ? rw_->reserveNodeName(g, n->opType()) : n->name();
   erasedByTemplates_.insert(n);  // a node an earlier template created may be replaced in turn
   auto placement = popart::placementOf(*n);
   auto result = inlineBody(*rw_, n, fn.body(), env, prefix);

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "fold.h"
-#include "pass.h"
-#include "selector.h"
+#include "analysis/fold.h"
+#include "analysis/pass.h"
+#include "analysis/selector.h"
 
 namespace graphrw::passes {
 

@@ -7,8 +7,8 @@
 #include <set>
 #include <unordered_set>
 
-#include "replace.h"
-#include "weights.h"
+#include "analysis/weights.h"
+#include "passes/replace.h"
 
 namespace graphrw::passes::replace_detail {
 

@@ -6,12 +6,12 @@
 #include <regex>
 #include <sstream>
 
-#include "attributes.h"
-#include "error.h"
-#include "json_text.h"
-#include "graphcore_ops.h"
-#include "replace.h"
-#include "text_file.h"
+#include "analysis/attributes.h"
+#include "analysis/graphcore_ops.h"
+#include "passes/replace.h"
+#include "support/error.h"
+#include "support/json_text.h"
+#include "support/text_file.h"
 
 namespace graphrw::passes {
 

@@ -3,14 +3,14 @@
 
 #include <limits>
 
-#include "attributes.h"
-#include "error.h"
-#include "graphcore_ops.h"
-#include "inliner.h"
-#include "json_text.h"
-#include "opsets.h"
-#include "popart.h"
-#include "replace_internal.h"
+#include "analysis/attributes.h"
+#include "analysis/graphcore_ops.h"
+#include "analysis/opsets.h"
+#include "analysis/popart.h"
+#include "ir/inliner.h"
+#include "passes/replace_internal.h"
+#include "support/error.h"
+#include "support/json_text.h"
 
 namespace graphrw::passes::replace_detail {
 

@@ -1,11 +1,11 @@
-#include "set_shapes.h"
+#include "passes/set_shapes.h"
 
 #include <charconv>
 #include <set>
 
-#include "error.h"
-#include "json_text.h"
-#include "types.h"
+#include "analysis/types.h"
+#include "support/error.h"
+#include "support/json_text.h"
 
 namespace graphrw::passes {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "pass.h"
+#include "analysis/pass.h"
 
 namespace graphrw::passes {
 

@@ -1,13 +1,16 @@
-// Test-only access to the IR's private mutators (a friend of the IR classes,
-// see GRAPHRW_IR_EDITORS in ir.h): builds broken IR on purpose, for the
-// verifier's and writer's failure paths. Passes cannot use it.
+// Test-only access to the IR's private mutators: builds broken IR on purpose,
+// for the verifier's, writer's and pass manager's failure paths. It is a
+// friend of the IR classes only where GRAPHRW_IR_TESTING is defined, which
+// CMake does for test targets alone (see GRAPHRW_IR_EDITORS in ir/ir.h): a
+// pass that defines a class of this name gets no access.
 #pragma once
 
 #include <list>
+#include <utility>
 #include <memory>
 #include <vector>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 namespace graphrw::ir::testing {
 
@@ -18,6 +21,11 @@ struct Corruptor {
   static void addUse(Value* v, Node* n, int index) { Graph::addUse(v, n, index); }
   static void removeUse(Value* v, Node* n, int index) { Graph::removeUse(v, n, index); }
   static Tensor* initializer(Value& v) { return v.initializer_; }
+  static onnx::TensorProto& proto(Tensor& t) { return t.mutableProto(); }
+  static void setRawView(Tensor& t, Bytes bytes) { t.setRawView(std::move(bytes)); }
+  static void clearRawView(Tensor& t) { t.clearRawView(); }
+  static std::vector<Attribute>& attributes(Node& n) { return IrAccess::attributes(n); }
+  static NameTable& nodeNames(Graph& g) { return g.mutableNodeNames(); }
 };
 
 }  // namespace graphrw::ir::testing

@@ -4,6 +4,8 @@
 #include <onnx/onnx_pb.h>
 
 #include <filesystem>
+#include <cstdlib>
+#include <optional>
 #include <string>
 
 namespace graphrw::test {
@@ -38,5 +40,29 @@ struct RunResult {
 };
 RunResult run(const std::string& command, const std::string& stdinFile = "");
 std::string graphrwBin();
+
+// Sets (value) or unsets (nullptr) an environment variable for a scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_.c_str(), old_->c_str(), 1);
+    else
+      unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
 
 }  // namespace graphrw::test

@@ -1,11 +1,11 @@
-#include "attributes.h"
+#include "analysis/attributes.h"
 
 #include <cmath>
 #include <sstream>
 
-#include "error.h"
-#include "ir.h"
-#include "popart.h"
+#include "analysis/popart.h"
+#include "ir/ir.h"
+#include "support/error.h"
 
 namespace graphrw {
 

@@ -1,4 +1,4 @@
-#include "blocks.h"
+#include "analysis/blocks.h"
 
 #include <algorithm>
 #include <map>
@@ -7,8 +7,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "error.h"
-#include "pass.h"
+#include "analysis/pass.h"
+#include "support/error.h"
 
 namespace graphrw {
 

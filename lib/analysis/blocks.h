@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "ir.h"
-#include "selector.h"
+#include "analysis/selector.h"
+#include "ir/ir.h"
 
 namespace graphrw {
 

@@ -1,11 +1,11 @@
-#include "fold.h"
+#include "analysis/fold.h"
 
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 
-#include "error.h"
-#include "fold_internal.h"
+#include "analysis/fold_internal.h"
+#include "support/error.h"
 
 namespace graphrw {
 

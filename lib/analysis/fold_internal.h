@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "error.h"
-#include "fold.h"
+#include "analysis/fold.h"
+#include "support/error.h"
 
 namespace graphrw::fold_detail {
 

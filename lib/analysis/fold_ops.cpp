@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "fold_internal.h"
+#include "analysis/fold_internal.h"
 
 namespace graphrw::fold_detail {
 namespace {

@@ -1,4 +1,4 @@
-#include "graphcore_ops.h"
+#include "analysis/graphcore_ops.h"
 
 #include <onnx/defs/schema.h>
 #include <onnx/defs/shape_inference.h>
@@ -6,8 +6,8 @@
 #include <mutex>
 #include <string_view>
 
-#include "embedded.h"
-#include "ir.h"
+#include "ir/ir.h"
+#include "support/embedded.h"
 
 namespace graphrw {
 namespace {

@@ -1,13 +1,13 @@
-#include "opsets.h"
+#include "analysis/opsets.h"
 
 #include <onnx/defs/schema.h>
 #include <onnx/version_converter/convert.h>
 
 #include <set>
 
-#include "error.h"
-#include "builder.h"
-#include "writer.h"
+#include "io/writer.h"
+#include "ir/builder.h"
+#include "support/error.h"
 
 namespace graphrw {
 

@@ -1,12 +1,12 @@
-#include "pass.h"
+#include "analysis/pass.h"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <map>
 
-#include "error.h"
-#include "json_text.h"
+#include "support/error.h"
+#include "support/json_text.h"
 
 namespace graphrw {
 

@@ -18,8 +18,8 @@
 #include <string_view>
 #include <vector>
 
-#include "ir.h"
-#include "rewriter.h"
+#include "ir/ir.h"
+#include "ir/rewriter.h"
 
 namespace graphrw {
 

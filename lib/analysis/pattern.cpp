@@ -1,4 +1,4 @@
-#include "pattern.h"
+#include "analysis/pattern.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,12 +8,12 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "builder.h"
-#include "error.h"
-#include "fold.h"
-#include "inliner.h"
-#include "opsets.h"
-#include "popart.h"
+#include "analysis/fold.h"
+#include "analysis/opsets.h"
+#include "analysis/popart.h"
+#include "ir/builder.h"
+#include "ir/inliner.h"
+#include "support/error.h"
 
 namespace graphrw {
 
@@ -335,7 +335,7 @@ std::vector<Node*> Pattern::apply(Model& model, Rewriter& rw, Graph& g, std::vec
     for (const auto& [_, m] : b.nodes)
       if (m->scratch > last->scratch) last = m;
     auto placement = popart::placementOf(*b.nodes.at(anchor_));
-    std::string prefix = b.nodes.at(anchor_)->name().empty() ? g.nodeNames().fresh(match_.name()) : b.nodes.at(anchor_)->name();
+    std::string prefix = b.nodes.at(anchor_)->name().empty() ? rw.reserveNodeName(g, match_.name()) : b.nodes.at(anchor_)->name();
     std::vector<Value*> ins;
     for (const auto& formal : match_.input()) ins.push_back(b.values.at(formal));
     std::vector<Value*> outs;

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "ir.h"
-#include "rewriter.h"
+#include "ir/ir.h"
+#include "ir/rewriter.h"
 
 namespace graphrw {
 

@@ -1,4 +1,4 @@
-#include "popart.h"
+#include "analysis/popart.h"
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -6,10 +6,10 @@
 #include <unordered_set>
 #include <string_view>
 
-#include "attributes.h"
-#include "embedded.h"
-#include "ir.h"
-#include "rewriter.h"
+#include "analysis/attributes.h"
+#include "ir/ir.h"
+#include "ir/rewriter.h"
+#include "support/embedded.h"
 
 namespace graphrw::popart {
 namespace {

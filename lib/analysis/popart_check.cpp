@@ -1,4 +1,4 @@
-#include "popart_check.h"
+#include "analysis/popart_check.h"
 
 #include <onnx/defs/schema.h>
 
@@ -9,9 +9,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "fold.h"
-#include "graphcore_ops.h"
-#include "popart.h"
+#include "analysis/fold.h"
+#include "analysis/graphcore_ops.h"
+#include "analysis/popart.h"
 
 namespace graphrw::popart {
 

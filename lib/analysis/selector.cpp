@@ -1,8 +1,8 @@
-#include "selector.h"
+#include "analysis/selector.h"
 
 #include <fnmatch.h>
 
-#include "error.h"
+#include "support/error.h"
 
 namespace graphrw {
 

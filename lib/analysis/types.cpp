@@ -1,4 +1,4 @@
-#include "types.h"
+#include "analysis/types.h"
 
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
@@ -12,9 +12,9 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "graphcore_ops.h"
-#include "opsets.h"
-#include "writer.h"
+#include "analysis/graphcore_ops.h"
+#include "analysis/opsets.h"
+#include "io/writer.h"
 
 namespace graphrw {
 

@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "ir.h"
-#include "rewriter.h"
+#include "ir/ir.h"
+#include "ir/rewriter.h"
 
 namespace graphrw {
 

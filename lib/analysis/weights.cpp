@@ -1,11 +1,11 @@
-#include "weights.h"
+#include "analysis/weights.h"
 
 #include <spdlog/spdlog.h>
 
 #include <cstring>
 #include <unordered_set>
 
-#include "error.h"
+#include "support/error.h"
 
 namespace graphrw {
 

@@ -10,9 +10,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "fold.h"
-#include "ir.h"
-#include "rewriter.h"
+#include "analysis/fold.h"
+#include "ir/ir.h"
+#include "ir/rewriter.h"
 
 namespace graphrw {
 

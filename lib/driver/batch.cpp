@@ -1,4 +1,4 @@
-#include "batch.h"
+#include "driver/batch.h"
 
 #include <charconv>
 
@@ -7,7 +7,7 @@
 #include <mutex>
 #include <thread>
 
-#include "error.h"
+#include "support/error.h"
 
 namespace graphrw {
 

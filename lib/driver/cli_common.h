@@ -1,16 +1,23 @@
 // What the command line's files share: the flags every rewriting command has,
-// output naming and the one load -> passes -> write path. Internal to lib/driver.
+// output naming, the one load -> passes -> write path, and each command's
+// declaration. Internal to lib/driver:
+//   cli.cpp           main(): global flags, parsing, help, completion, dispatch
+//   cli_pipeline.cpp  output naming, shared flags, load -> passes -> write
+//   cli_passes.cpp    one subcommand per registered pass
+//   cli_run.cpp       run: a rule file on one model or a batch
+//   cli_commands.cpp  inspect, convert, schema, compare, validate
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "pass.h"
-#include "pass_manager.h"
-#include "writer.h"
+#include "analysis/pass.h"
+#include "driver/pass_manager.h"
+#include "io/writer.h"
 
 namespace graphrw::cli {
 
@@ -44,6 +51,27 @@ int runPipeline(const std::string& input, const std::string& out, std::vector<st
 
 // Text to stdout ("-") or to a file, through a temporary file and a rename.
 void writeText(const std::string& path, const std::string& text);
+
+// Writes the model and logs what was written.
+void writeOut(ir::Model& model, const std::string& path, const WriteOptions& options);
+
+// The process ends right after a command: the model is left to the OS (freed
+// under the sanitizers, so that LeakSanitizer reports only real leaks).
+void releaseAtExit(std::unique_ptr<ir::Model>& model);
+
+// A command other than a pass: its subcommand, and what runs (returning the
+// exit code) when it was the one parsed. Its arguments live in the closure.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+Command addInspectCommand(CLI::App& app);
+Command addConvertCommand(CLI::App& app);
+// `quiet` is the global -q, read when the command runs.
+Command addRunCommand(CLI::App& app, const bool& quiet);
+Command addSchemaCommand(CLI::App& app);
+Command addCompareCommand(CLI::App& app);
+Command addValidateCommand(CLI::App& app);
 
 // A subcommand for every registered pass; `run(app)` runs the one that was parsed.
 class PassCommands {

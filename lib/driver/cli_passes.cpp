@@ -3,11 +3,11 @@
 // buildPass() exactly as a rule file's entry does: one parser, one validator.
 #include <charconv>
 
-#include "attributes.h"
-#include "cli_common.h"
-#include "error.h"
-#include "rules.h"
-#include "selector.h"
+#include "analysis/attributes.h"
+#include "analysis/selector.h"
+#include "driver/cli_common.h"
+#include "driver/rules.h"
+#include "support/error.h"
 
 namespace graphrw::cli {
 

@@ -1,4 +1,4 @@
-#include "compare.h"
+#include "driver/compare.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -12,14 +12,14 @@
 #include <cstdio>
 #include <sstream>
 
-#include "error.h"
-#include "graphrw_paths.h"
-#include "expand.h"
-#include "json_text.h"
-#include "loader.h"
-#include "pass_manager.h"
-#include "text_file.h"
-#include "writer.h"
+#include "analysis/pass.h"
+#include "driver/pass_manager.h"
+#include "driver/rules.h"
+#include "io/loader.h"
+#include "io/writer.h"
+#include "support/error.h"
+#include "support/json_text.h"
+#include "support/text_file.h"
 
 extern char** environ;
 
@@ -281,7 +281,8 @@ onnx::ModelProto standardOnnx(ir::Model& model) {
   writeModel(model, (dir / "original.onnx").string(), embed);
   auto copy = loadModel((dir / "original.onnx").string());  // the caller's model stays as it is
   PassManager pm;
-  pm.add(passes::createExpandPass({}));  // Calls and local functions inlined
+  // Calls and local functions inlined, by the registered expand pass with its defaults.
+  pm.add(buildPass(*findPass("expand"), nlohmann::json{{"pass", "expand"}}, RuleContext{}, ""));
   pm.run(*copy);
   writeModel(*copy, (dir / "expanded.onnx").string(), embed);
   onnx::ModelProto m = readModelProto(dir / "expanded.onnx");
@@ -304,8 +305,10 @@ std::string findOnnxRuntime() {
     usageError(std::string("GRAPHRW_ORT_DIR=") + env + " holds no node_modules/onnxruntime-node");
   }
   std::vector<fs::path> candidates;
-  candidates.emplace_back(kSourceOrtDir);  // a build from a source tree whose tests installed it
   std::error_code ec;
+  // Beside an installed graphrw: PREFIX/lib/graphrw (the binary is PREFIX/bin/graphrw).
+  if (fs::path self = fs::read_symlink("/proc/self/exe", ec); !ec)
+    candidates.push_back(self.parent_path().parent_path() / "lib" / "graphrw");
   for (fs::path p = fs::current_path(ec); !p.empty(); p = p.parent_path()) {
     candidates.push_back(p);
     if (p == p.root_path()) break;

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 namespace graphrw {
 
@@ -36,8 +36,9 @@ nlohmann::json compareModels(ir::Model& a, ir::Model& b, const CompareOptions& o
 // largest differences (or what differs), and the verdict.
 std::string renderComparison(const nlohmann::json& result, const CompareOptions& options);
 
-// Where onnxruntime-node is: $GRAPHRW_ORT_DIR, the source tree's tests/ort,
-// the current folder or npm's global folder (a folder holding node_modules/onnxruntime-node).
+// Where onnxruntime-node is (a folder holding node_modules/onnxruntime-node):
+// $GRAPHRW_ORT_DIR, PREFIX/lib/graphrw beside an installed graphrw, the
+// current folder or one above it, or npm's global folder.
 std::string findOnnxRuntime();
 
 }  // namespace graphrw

@@ -1,4 +1,4 @@
-#include "completion.h"
+#include "driver/completion.h"
 
 #include <sstream>
 
@@ -57,6 +57,8 @@ std::string bashCompletion(const CompletionSpec& spec) {
     }
     os << "      esac\n";
     if (c.name == "help") os << "      [[ \"$cur\" != -* ]] && { COMPREPLY=( $(compgen -W \"" << join(names) << "\" -- \"$cur\") ); return; }\n";
+    if (!c.positionalChoices.empty())
+      os << "      [[ \"$cur\" != -* ]] && { COMPREPLY=( $(compgen -W \"" << join(c.positionalChoices) << "\" -- \"$cur\") ); return; }\n";
     os << "      ;;\n";
   }
   os << "    \"\")\n"
@@ -114,6 +116,7 @@ std::string zshCompletion(const CompletionSpec& spec) {
       for (const auto& x : spec.commands) names.push_back(x.name);
       return join(names);
     }() << ")'\n";
+    else if (!c.positionalChoices.empty()) os << "            '1:value:(" << join(c.positionalChoices) << ")'\n";
     else if (c.filePositionals) os << "            '*:file:_files'\n";
     else os << "            ''\n";
     os << "          ;;\n";

@@ -19,6 +19,7 @@ struct CompletionCommand {
   std::string name, help;
   std::vector<CompletionOption> options;
   bool filePositionals = false;  // MODEL, RULES.json, ...
+  std::vector<std::string> positionalChoices;  // a positional taking a fixed set of words (completion's shell)
 };
 
 struct CompletionSpec {

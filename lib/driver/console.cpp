@@ -1,4 +1,4 @@
-#include "console.h"
+#include "driver/console.h"
 
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/base_sink.h>
@@ -7,7 +7,7 @@
 #include <iostream>
 #include <mutex>
 
-#include "json_text.h"
+#include "support/json_text.h"
 
 namespace graphrw::cli {
 namespace {

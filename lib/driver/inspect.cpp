@@ -1,10 +1,10 @@
-#include "inspect.h"
+#include "driver/inspect.h"
 
 #include <map>
 #include <sstream>
 
-#include "external_data.h"
-#include "popart.h"
+#include "analysis/popart.h"
+#include "support/external_data.h"
 
 namespace graphrw {
 

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 namespace graphrw {
 

@@ -1,4 +1,4 @@
-#include "json_schema.h"
+#include "driver/json_schema.h"
 
 #include <algorithm>
 #include <functional>
@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "embedded.h"
+#include "support/embedded.h"
 
 namespace graphrw {
 

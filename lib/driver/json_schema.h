@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "json_text.h"
+#include "support/json_text.h"
 
 namespace graphrw {
 

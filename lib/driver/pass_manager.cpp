@@ -1,16 +1,19 @@
-#include "pass_manager.h"
+#include "driver/pass_manager.h"
 
 #include <spdlog/spdlog.h>
 
 #include <onnx/defs/printer.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <string_view>
 #include <iostream>
 #include <sstream>
 
-#include "error.h"
-#include "verifier.h"
-#include "writer.h"
+#include "io/writer.h"
+#include "ir/fingerprint.h"
+#include "ir/verifier.h"
+#include "support/error.h"
 
 namespace graphrw {
 
@@ -31,36 +34,53 @@ std::string printModel(const ir::Model& model) {
   return os.str();
 }
 
+namespace {
+
+// GRAPHRW_VERIFY_EACH=1 turns --verify-each on for every pipeline (the test suite sets it).
+bool verifyEachFromEnvironment() {
+  const char* env = std::getenv("GRAPHRW_VERIFY_EACH");
+  return env && std::string_view(env) == "1";
+}
+
+// What --verify-each finds after a pass: the IR's invariants, and whether the
+// edits the Rewriter counted agree with what changed (a pass that changes the
+// model behind the Rewriter's back, or counts edits it did not make, is wrong).
+void verifyAfter(ir::Model& model, const Pass& pass, size_t index, uint64_t before, bool counted) {
+  std::string label = "pass " + std::to_string(index) + " (" + pass.name() + ")";
+  auto findings = verify(model);
+  if (!findings.empty())
+    fail(ExitCode::Findings, "IR verifier failed after " + label + ": " + findings[0].where + ": " + findings[0].message +
+                                 (findings.size() > 1 ? " (and " + std::to_string(findings.size() - 1) + " more)" : ""));
+  bool changed = ir::fingerprint(model) != before;
+  if (changed && !counted)
+    fail(ExitCode::Findings, label + " changed the model without an edit counted by the Rewriter "
+                                     "(its report would say \"changed\": false)");
+  if (!changed && counted)
+    fail(ExitCode::Findings, label + " counted edits but the model is unchanged "
+                                     "(its report would say \"changed\": true)");
+}
+
+}  // namespace
+
 nlohmann::json PassManager::run(ir::Model& model) {
   nlohmann::json report = nlohmann::json::array();
   size_t limit = options_.stopAfter.value_or(passes_.size());
+  bool verifyEach = options_.verifyEach || verifyEachFromEnvironment();
   for (size_t i = 0; i < passes_.size() && i < limit; ++i) {
     const Pass& pass = *passes_[i];
     ir::Rewriter rewriter(model);
     PassContext context{rewriter};
+    uint64_t before = verifyEach ? ir::fingerprint(model) : 0;
     auto start = std::chrono::steady_clock::now();
     pass.run(model, context);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const auto& c = rewriter.counts();
-    nlohmann::json entry = {{"pass", pass.name()},
-                            {"index", i},
-                            {"matched", context.matched},
-                            {"nodes_added", c.nodesAdded},
-                            {"nodes_removed", c.nodesRemoved},
-                            {"nodes_changed", c.nodesChanged},
-                            {"values_renamed", c.valuesRenamed},
-                            {"edits",
-                             {{"initializers_added", c.initializersAdded},
-                              {"initializers_removed", c.initializersRemoved},
-                              {"functions_added", c.functionsAdded},
-                              {"functions_removed", c.functionsRemoved},
-                              {"opset_imports_changed", c.opsetImportsChanged},
-                              {"graph_outputs_changed", c.graphOutputsChanged},
-                              {"value_info_removed", c.valueInfoRemoved},
-                              {"ir_version_changed", c.irVersionChanged},
-                              {"types_declared", c.typesDeclared}}},
-                            {"changed", c.any()},
-                            {"seconds", seconds}};
+    nlohmann::json entry = {{"pass", pass.name()}, {"index", i}, {"matched", context.matched}};
+    nlohmann::json edits = nlohmann::json::object();
+    for (const auto& f : ir::ChangeCounts::fields()) (f.summary ? entry : edits)[f.key] = c.*f.count;
+    entry["edits"] = std::move(edits);
+    entry["changed"] = c.any();
+    entry["seconds"] = seconds;
     for (auto& [k, v] : context.details.items()) entry[k] = v;
     report.push_back(std::move(entry));
     spdlog::debug("pass {} ({}): matched {}, +{} -{} ~{} nodes in {:.3f}s", i, pass.name(), context.matched,
@@ -68,13 +88,7 @@ nlohmann::json PassManager::run(ir::Model& model) {
     const std::string& want = options_.printIrAfter;
     if (!want.empty() && (want == "all" || want == pass.name() || want == std::to_string(i)))
       std::cerr << "graphrw: IR after pass " << i << " (" << pass.name() << "):\n" << printModel(model) << std::flush;
-    if (options_.verifyEach) {
-      auto findings = verify(model);
-      if (!findings.empty())
-        fail(ExitCode::Findings, "IR verifier failed after pass " + std::to_string(i) + " (" + pass.name() + "): " +
-                                     findings[0].where + ": " + findings[0].message +
-                                     (findings.size() > 1 ? " (and " + std::to_string(findings.size() - 1) + " more)" : ""));
-    }
+    if (verifyEach) verifyAfter(model, pass, i, before, c.any());
   }
   return report;
 }

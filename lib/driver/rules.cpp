@@ -1,8 +1,8 @@
-#include "rules.h"
+#include "driver/rules.h"
 
-#include "error.h"
-#include "json_schema.h"
-#include "text_file.h"
+#include "driver/json_schema.h"
+#include "support/error.h"
+#include "support/text_file.h"
 
 namespace graphrw {
 

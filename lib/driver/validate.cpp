@@ -1,6 +1,6 @@
-#include "validate.h"
+#include "driver/validate.h"
 
-#include "graphcore_ops.h"
+#include "analysis/graphcore_ops.h"
 
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
@@ -12,11 +12,11 @@
 #include <set>
 #include <sstream>
 
-#include "external_data.h"
-#include "opsets.h"
-#include "popart.h"
-#include "verifier.h"
-#include "writer.h"
+#include "analysis/opsets.h"
+#include "analysis/popart.h"
+#include "io/writer.h"
+#include "ir/verifier.h"
+#include "support/external_data.h"
 
 namespace graphrw {
 

@@ -1,4 +1,4 @@
-#include "atomic_file.h"
+#include "io/atomic_file.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,7 +11,8 @@
 #include <mutex>
 #include <set>
 
-#include "error.h"
+#include "io/fault.h"
+#include "support/error.h"
 
 namespace fs = std::filesystem;
 
@@ -134,6 +135,7 @@ void AtomicFile::commit(bool keepBackup) {
     std::string backup = temp_ + ".old";
     if (link(real_.c_str(), backup.c_str()) == 0) backup_ = backup;
   }
+  fault::at("rename");
   if (rename(temp_.c_str(), real_.c_str()) != 0) {
     int err = errno;
     if (!backup_.empty()) unlink(backup_.c_str());
@@ -141,6 +143,7 @@ void AtomicFile::commit(bool keepBackup) {
     outputFailed(target_.string() + ": cannot rename the temporary file into place: " + why(err));
   }
   committed_ = true;
+  fault::at("renamed");
 }
 
 void AtomicFile::release() {
@@ -157,6 +160,7 @@ void writeAll(int fd, const char* data, size_t size, const std::string& what) {
     }
     data += n;
     size -= static_cast<size_t>(n);
+    fault::wrote(static_cast<size_t>(n));
   }
 }
 

@@ -1,10 +1,10 @@
-#include "loader.h"
+#include "io/loader.h"
 
 #include <unistd.h>
 
-#include "error.h"
-#include "external_data.h"
-#include "wire.h"
+#include "support/error.h"
+#include "support/external_data.h"
+#include "support/wire.h"
 
 namespace fs = std::filesystem;
 

@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
-#include "buffer.h"
-#include "builder.h"
-#include "ir.h"
+#include "ir/builder.h"
+#include "ir/ir.h"
+#include "support/buffer.h"
 
 namespace graphrw {
 

@@ -1,4 +1,4 @@
-#include "writer.h"
+#include "io/writer.h"
 
 #include <sys/sendfile.h>
 #include <sys/uio.h>
@@ -9,10 +9,11 @@
 #include <cstring>
 #include <set>
 
-#include "atomic_file.h"
-#include "error.h"
-#include "external_data.h"
-#include "wire.h"
+#include "io/atomic_file.h"
+#include "io/fault.h"
+#include "support/error.h"
+#include "support/external_data.h"
+#include "support/wire.h"
 
 namespace fs = std::filesystem;
 
@@ -240,7 +241,10 @@ void copyFilePiece(int out, const wire::Piece& piece, const std::string& what) {
       return;
     }
     if (n == 0) fail(ExitCode::OutputFailed, what + ": the input file shrank while being copied");
-    if (n > 0) left -= static_cast<size_t>(n);
+    if (n > 0) {
+      left -= static_cast<size_t>(n);
+      fault::wrote(static_cast<size_t>(n));
+    }
   }
 }
 
@@ -267,6 +271,7 @@ void writePieces(int fd, const std::vector<wire::Piece>& given, const std::strin
         if (errno == EINTR) continue;
         fail(ExitCode::OutputFailed, what + ": write failed: " + (errno == ENOSPC ? std::string("no space left on the device (disk full)") : std::strerror(errno)));
       }
+      fault::wrote(static_cast<size_t>(n));
       auto left = static_cast<size_t>(n);
       while (k < iov.size() && left >= iov[k].iov_len) left -= iov[k++].iov_len;
       if (k < iov.size() && left > 0) {

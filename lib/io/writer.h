@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 namespace graphrw {
 

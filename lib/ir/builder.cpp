@@ -1,10 +1,10 @@
-#include "builder.h"
+#include "ir/builder.h"
 
 #include <map>
 
-#include "error.h"
-#include "verifier.h"
-#include "wire.h"
+#include "ir/verifier.h"
+#include "support/error.h"
+#include "support/wire.h"
 
 namespace graphrw::ir {
 namespace {
@@ -62,11 +62,11 @@ class Builder {
     if (ap.has_t()) a.t = tensor(std::move(*ap.mutable_t()));
     for (auto& t : *ap.mutable_tensors()) a.tensors.push_back(std::move(*tensor(std::move(t))));
     if (ap.has_g()) {
-      a.g = std::make_unique<Graph>(&model_, &owner.names(), &owner.nodeNames(), &owner, node);
+      a.g = std::make_unique<Graph>(&model_, &owner.mutableNames(), &owner.mutableNodeNames(), &owner, node);
       loadGraph(*ap.mutable_g(), *a.g);
     }
     for (auto& gp : *ap.mutable_graphs()) {
-      auto& g = a.graphs.emplace_back(std::make_unique<Graph>(&model_, &owner.names(), &owner.nodeNames(), &owner, node));
+      auto& g = a.graphs.emplace_back(std::make_unique<Graph>(&model_, &owner.mutableNames(), &owner.mutableNodeNames(), &owner, node));
       loadGraph(gp, *g);
     }
     ap.clear_t();
@@ -103,7 +103,7 @@ class Builder {
       IrAccess::setProducer(*v, raw, i);
       IrAccess::outputs(*raw).push_back(v);
     }
-    if (!np.name().empty()) g.nodeNames().insert(np.name());
+    if (!np.name().empty()) g.mutableNodeNames().insert(np.name());
     return raw;
   }
 

@@ -9,9 +9,9 @@
 #include <memory>
 #include <vector>
 
-#include "buffer.h"
-#include "external_data.h"
-#include "ir.h"
+#include "ir/ir.h"
+#include "support/buffer.h"
+#include "support/external_data.h"
 
 namespace graphrw::ir {
 

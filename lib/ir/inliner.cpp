@@ -1,6 +1,6 @@
-#include "inliner.h"
+#include "ir/inliner.h"
 
-#include "error.h"
+#include "support/error.h"
 
 namespace graphrw {
 
@@ -116,7 +116,7 @@ class ir::InlineCopier {
                                  const std::string& prefix);
 
   std::unique_ptr<Graph> graph(const Graph& src, Graph& parent, Node* parentNode) {
-    auto g = std::make_unique<Graph>(parent.model(), &parent.names(), &parent.nodeNames(), &parent, parentNode);
+    auto g = std::make_unique<Graph>(parent.model(), &parent.mutableNames(), &parent.mutableNodeNames(), &parent, parentNode);
     g->mutableResidual() = src.residual();
     for (const auto& vi : src.inputs()) g->addInput(freshValue(*g, vi.value), vi.info);
     for (const auto& init : src.initializers()) {

@@ -1,11 +1,11 @@
-#include "ir.h"
+#include "ir/ir.h"
 
 #include <algorithm>
 #include <cassert>
 
-#include "error.h"
-#include "external_data.h"
-#include "wire.h"
+#include "support/error.h"
+#include "support/external_data.h"
+#include "support/wire.h"
 
 namespace graphrw::ir {
 

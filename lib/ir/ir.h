@@ -21,9 +21,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "buffer.h"
-#include "flat_map.h"
-#include "name_table.h"
+#include "support/buffer.h"
+#include "support/flat_map.h"
+#include "support/name_table.h"
 
 namespace graphrw::ir {
 
@@ -36,17 +36,26 @@ class Builder;
 class Rewriter;
 class InlineCopier;
 class IrAccess;
-namespace testing {
-struct Corruptor;  // tests/unit/test_verifier.cpp: builds broken IR on purpose
-}
 
-// The classes allowed to edit the IR.
-#define GRAPHRW_IR_EDITORS          \
+// The classes allowed to edit the IR. Test targets (and only they: CMake
+// defines GRAPHRW_IR_TESTING for them, tests/arch/check_tree.py refuses it
+// anywhere else) add tests/ir_corruptor.h's Corruptor, which builds broken IR
+// on purpose; in every other target a class of that name has no access. The
+// friend declaration changes no layout or code, only what compiles.
+#ifdef GRAPHRW_IR_TESTING
+namespace testing {
+struct Corruptor;
+}
+#define GRAPHRW_IR_TEST_FRIEND friend struct ::graphrw::ir::testing::Corruptor
+#else
+#define GRAPHRW_IR_TEST_FRIEND static_assert(true)
+#endif
+#define GRAPHRW_IR_EDITORS                  \
   friend class ::graphrw::ir::IrAccess;     \
   friend class ::graphrw::ir::Builder;      \
   friend class ::graphrw::ir::Rewriter;     \
   friend class ::graphrw::ir::InlineCopier; \
-  friend struct ::graphrw::ir::testing::Corruptor
+  GRAPHRW_IR_TEST_FRIEND
 
 // ---------------------------------------------------------------------------
 // Tensor: the metadata as ONNX keeps it (dims, data type, name, typed repeated
@@ -65,22 +74,25 @@ class Tensor {
 
   // The metadata. Its raw_data is empty when the payload is a view.
   const onnx::TensorProto& proto() const { return proto_; }
-  onnx::TensorProto& mutableProto() { return proto_; }
 
   // Raw bytes held as a view (large raw_data, or external data once loaded).
   const std::optional<Bytes>& rawView() const { return raw_; }
-  void setRawView(Bytes bytes) { raw_ = std::move(bytes); }
-  void clearRawView() { raw_.reset(); }
 
   // The external file this tensor's data lives in, when isExternal().
   const std::shared_ptr<ExternalFiles>& externalFiles() const { return external_; }
-  void setExternalFiles(std::shared_ptr<ExternalFiles> files) { external_ = std::move(files); }
   // Reads (maps) external data on first use. Throws Error(BadInput).
   Bytes externalBytes() const;
   // Size in bytes of the tensor's data as stored (raw, typed or external).
   uint64_t storedBytes() const;
 
  private:
+  // A tensor the IR holds is edited by the Rewriter only (a new tensor is
+  // built whole from its TensorProto and handed to Rewriter::addInitializer).
+  GRAPHRW_IR_EDITORS;
+  onnx::TensorProto& mutableProto() { return proto_; }
+  void setRawView(Bytes bytes) { raw_ = std::move(bytes); }
+  void clearRawView() { raw_.reset(); }
+  void setExternalFiles(std::shared_ptr<ExternalFiles> files) { external_ = std::move(files); }
   onnx::TensorProto proto_;
   std::optional<Bytes> raw_;
   std::shared_ptr<ExternalFiles> external_;
@@ -234,8 +246,9 @@ class Graph {
   Model* model() const { return model_; }
   Graph* parent() const { return parent_; }
   Node* parentNode() const { return parentNode_; }
-  NameTable& names() const { return *names_; }
-  NameTable& nodeNames() const { return *nodeNames_; }
+  // The scope's value and node names: read here, changed by the Rewriter.
+  const NameTable& names() const { return *names_; }
+  const NameTable& nodeNames() const { return *nodeNames_; }
 
   const std::list<std::unique_ptr<Node>>& nodes() const { return nodes_; }
   size_t nodeCount() const { return nodes_.size(); }
@@ -268,6 +281,8 @@ class Graph {
   GRAPHRW_IR_EDITORS;
   friend class Function;
   onnx::GraphProto& mutableResidual() { return residual_; }
+  NameTable& mutableNames() const { return *names_; }
+  NameTable& mutableNodeNames() const { return *nodeNames_; }
   // Building blocks used by the builder and the rewriter; passes use the Rewriter.
   Value* addValue(const std::string& name);  // registers the name; throws if taken in this scope
   // A value named `base`, or `base_N` when taken: unique in the scope's name table.
@@ -361,8 +376,9 @@ class Model {
   // Payloads referenced by the model share these (for external data).
   const std::shared_ptr<ExternalFiles>& externalFiles() const { return external_; }
 
-  NameTable& valueNames() { return names_; }
-  NameTable& nodeNames() { return nodeNames_; }
+  // The main graph's scope (its subgraphs included): read here, changed by the Rewriter.
+  const NameTable& valueNames() const { return names_; }
+  const NameTable& nodeNames() const { return nodeNames_; }
 
   // Calls fn on the main graph, every subgraph, and every function body (and their subgraphs).
   void walkGraphs(const std::function<void(Graph&)>& fn);
@@ -393,7 +409,7 @@ class IrAccess {
   friend class Builder;
   friend class Rewriter;
   friend class InlineCopier;
-  friend struct testing::Corruptor;
+  GRAPHRW_IR_TEST_FRIEND;
   static void setIdentity(Node& n, std::string name, std::string opType, std::string domain, std::string overload) {
     n.name_ = std::move(name);
     n.opType_ = std::move(opType);

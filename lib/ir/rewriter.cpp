@@ -1,18 +1,44 @@
-#include "rewriter.h"
+#include "ir/rewriter.h"
 
 #include <algorithm>
 #include <functional>
 #include <set>
 #include <unordered_map>
 
-#include "error.h"
-#include "builder.h"
+#include "ir/builder.h"
+#include "support/error.h"
 
 namespace graphrw::ir {
 
+const std::vector<ChangeCounts::Field>& ChangeCounts::fields() {
+  static const std::vector<Field> table = {
+      {"nodes_added", &ChangeCounts::nodesAdded, true},
+      {"nodes_removed", &ChangeCounts::nodesRemoved, true},
+      {"nodes_changed", &ChangeCounts::nodesChanged, true},
+      {"values_renamed", &ChangeCounts::valuesRenamed, true},
+      {"initializers_added", &ChangeCounts::initializersAdded, false},
+      {"initializers_removed", &ChangeCounts::initializersRemoved, false},
+      {"functions_added", &ChangeCounts::functionsAdded, false},
+      {"functions_removed", &ChangeCounts::functionsRemoved, false},
+      {"opset_imports_changed", &ChangeCounts::opsetImportsChanged, false},
+      {"graph_outputs_changed", &ChangeCounts::graphOutputsChanged, false},
+      {"value_info_removed", &ChangeCounts::valueInfoRemoved, false},
+      {"ir_version_changed", &ChangeCounts::irVersionChanged, false},
+      {"types_declared", &ChangeCounts::typesDeclared, false},
+      {"doc_strings_changed", &ChangeCounts::docStringsChanged, false},
+  };
+  return table;
+}
+
+bool ChangeCounts::any() const {
+  for (const auto& f : fields())
+    if (this->*f.count) return true;
+  return false;
+}
+
 Node* Rewriter::createNode(Graph& g, const Node* before, NodeSpec spec) {
   auto owned = IrAccess::newNode();
-  std::string name = spec.name.empty() ? std::string() : g.nodeNames().fresh(spec.name);
+  std::string name = spec.name.empty() ? std::string() : g.mutableNodeNames().fresh(spec.name);
   IrAccess::setIdentity(*owned, std::move(name), std::move(spec.opType), std::move(spec.domain), "");
   auto where = before ? g.position(before) : g.nodes().end();
   Node* n = g.insertNode(where, std::move(owned));
@@ -43,6 +69,7 @@ void Rewriter::markChanged(const Node* n) {
 
 void Rewriter::setInput(Node* n, size_t index, Value* v) {
   auto& inputs = IrAccess::inputs(*n);
+  if (index < inputs.size() && inputs[index] == v) return;  // nothing to change, nothing counted
   if (index >= inputs.size()) inputs.resize(index + 1, nullptr);
   Graph::removeUse(inputs[index], n, static_cast<int>(index));
   inputs[index] = v;
@@ -67,7 +94,10 @@ void Rewriter::replaceAllUsesWith(Value* from, Value* to, bool graphOutputs) {
   if (graphOutputs && from->graphOutputCount() > 0) {
     Graph* g = from->graph();
     for (size_t i = 0; i < g->outputs().size(); ++i)
-      if (g->outputs()[i].value == from) g->setOutputValue(i, to);
+      if (g->outputs()[i].value == from && from != to) {
+        g->setOutputValue(i, to);
+        counts_.graphOutputsChanged++;
+      }
   }
 }
 
@@ -95,7 +125,7 @@ void Rewriter::eraseNode(Node* n) {
     g->eraseValue(v);
   }
   IrAccess::outputs(*n).clear();
-  if (!n->name().empty()) g->nodeNames().erase(n->name());
+  if (!n->name().empty()) g->mutableNodeNames().erase(n->name());
   changed_.erase(n);
   created_.erase(n);
   counts_.nodesChanged = changed_.size();
@@ -229,20 +259,41 @@ std::string Rewriter::renameValue(Value* v, const std::string& wanted) {
   if (v->name() == wanted) return wanted;
   Graph* g = v->graph();
   auto& index = IrAccess::byName(*g);
-  std::string name = g->names().fresh(wanted);
+  std::string name = g->mutableNames().fresh(wanted);
   index.erase(v->name());
-  g->names().erase(v->name());
+  g->mutableNames().erase(v->name());
   IrAccess::setName(*v, name);
   index.emplace(v->name(), v);
   counts_.valuesRenamed++;
   return name;
 }
 
+void Rewriter::setDocString(Node* n, const std::string& text) {
+  if (n->residual().doc_string() == text) return;
+  n->mutableResidual().set_doc_string(text);
+  markChanged(n);
+  counts_.docStringsChanged++;
+}
+
+void Rewriter::setDocString(Graph& g, const std::string& text) {
+  if (g.residual().doc_string() == text) return;
+  g.mutableResidual().set_doc_string(text);
+  counts_.docStringsChanged++;
+}
+
+void Rewriter::setModelDocString(const std::string& text) {
+  if (model_.residual().doc_string() == text) return;
+  model_.mutableResidual().set_doc_string(text);
+  counts_.docStringsChanged++;
+}
+
+std::string Rewriter::reserveNodeName(Graph& g, const std::string& base) { return g.mutableNodeNames().fresh(base); }
+
 std::string Rewriter::renameNode(Node* n, const std::string& wanted) {
   if (n->name() == wanted) return wanted;
   Graph* g = n->graph();
-  if (!n->name().empty()) g->nodeNames().erase(n->name());
-  std::string name = g->nodeNames().fresh(wanted);
+  if (!n->name().empty()) g->mutableNodeNames().erase(n->name());
+  std::string name = g->mutableNodeNames().fresh(wanted);
   IrAccess::setName(*n, name);
   markChanged(n);
   return name;
@@ -292,6 +343,7 @@ void Rewriter::eraseInitializer(Value* v) {
 }
 
 void Rewriter::setGraphOutput(Graph& g, size_t index, Value* v) {
+  if (index < g.outputs().size() && g.outputs()[index].value == v) return;
   g.setOutputValue(index, v);
   counts_.graphOutputsChanged++;
 }

@@ -7,10 +7,14 @@
 #include <unordered_set>
 #include <vector>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 namespace graphrw::ir {
 
+// What a pass changed, counted by the Rewriter. Each kind of edit is one
+// member and one row of fields(): the pass manager's report, `changed` and
+// --verify-each read the table, so a new kind of edit is added here and in
+// docs/cli.md's list of report keys (a test checks the two agree).
 struct ChangeCounts {
   size_t nodesAdded = 0;
   size_t nodesRemoved = 0;
@@ -25,11 +29,15 @@ struct ChangeCounts {
   size_t valueInfoRemoved = 0;
   size_t irVersionChanged = 0;
   size_t typesDeclared = 0;
-  bool any() const {
-    return nodesAdded || nodesRemoved || nodesChanged || valuesRenamed || initializersAdded || initializersRemoved ||
-           graphOutputsChanged || functionsAdded || functionsRemoved || opsetImportsChanged || valueInfoRemoved ||
-           irVersionChanged || typesDeclared;
-  }
+  size_t docStringsChanged = 0;
+
+  struct Field {
+    const char* key;              // the report's key
+    size_t ChangeCounts::*count;  // the member
+    bool summary;                 // at the top of a pass's report entry (else under "edits")
+  };
+  static const std::vector<Field>& fields();
+  bool any() const;
 };
 
 class Rewriter {
@@ -59,6 +67,13 @@ class Rewriter {
   // Renames a value to a fresh name built from `wanted`; returns the name given.
   std::string renameValue(Value* v, const std::string& wanted);
   std::string renameNode(Node* n, const std::string& wanted);
+  // Doc strings (written, so a change): of a node, of a graph, of the model.
+  void setDocString(Node* n, const std::string& text);
+  void setDocString(Graph& g, const std::string& text);
+  void setModelDocString(const std::string& text);
+  // A node name unique in g's scope built from `base`, held from now on (a
+  // prefix for the nodes a pass is about to create, e.g. an inlined call's).
+  std::string reserveNodeName(Graph& g, const std::string& base);
   // Turns `n` into another op in place (attributes, inputs and outputs stay).
   void setOp(Node* n, const std::string& opType, const std::string& domain);
   // Replaces all of n's inputs.

@@ -1,4 +1,4 @@
-#include "verifier.h"
+#include "ir/verifier.h"
 
 #include <algorithm>
 #include <unordered_map>

@@ -1,4 +1,4 @@
-#include "buffer.h"
+#include "support/buffer.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "error.h"
+#include "support/error.h"
 
 namespace graphrw {
 namespace {

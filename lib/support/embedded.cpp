@@ -1,4 +1,4 @@
-#include "embedded.h"
+#include "support/embedded.h"
 
 #include <stdexcept>
 #include <string>

@@ -1,11 +1,11 @@
-#include "external_data.h"
+#include "support/external_data.h"
 
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
 
-#include "error.h"
+#include "support/error.h"
 
 namespace fs = std::filesystem;
 

@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "buffer.h"
+#include "support/buffer.h"
 
 namespace graphrw::ir {
 

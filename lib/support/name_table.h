@@ -10,7 +10,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
-#include "flat_map.h"
+#include "support/flat_map.h"
 
 namespace graphrw::ir {
 
@@ -22,7 +22,7 @@ class NameTable {
   void setFiller(std::function<void(NameTable&)> filler) { filler_ = std::move(filler); }
   bool built() const { return built_; }
 
-  bool contains(const std::string& name) {
+  bool contains(const std::string& name) const {
     ensure();
     return names_.count(hashOf(name)) > 0;
   }
@@ -34,7 +34,7 @@ class NameTable {
     if (!built_) return;
     names_.remove(hashOf(name));
   }
-  size_t size() {
+  size_t size() const {
     ensure();
     return names_.size();
   }
@@ -60,18 +60,19 @@ class NameTable {
   }
 
  private:
-  void ensure() {
+  // Builds the table on first use; const because building changes no answer.
+  void ensure() const {
     if (built_) return;
     built_ = true;
-    if (filler_) filler_(*this);
+    if (filler_) filler_(const_cast<NameTable&>(*this));
     names_.reserve(names_.size() * 2 + 1024);  // room to grow before the first rehash
   }
   void fill(const std::string& name) { names_.add(hashOf(name)); }
   static uint64_t hashOf(std::string_view name) { return std::hash<std::string_view>{}(name); }
   friend class NameFiller;
-  bool built_ = false;
+  mutable bool built_ = false;
   std::function<void(NameTable&)> filler_;
-  FlatHashCounter names_;
+  mutable FlatHashCounter names_;
   FlatStringMap<std::string, uint32_t> counters_;
 };
 

@@ -1,10 +1,10 @@
-#include "text_file.h"
+#include "support/text_file.h"
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "error.h"
+#include "support/error.h"
 
 namespace graphrw {
 

@@ -19,7 +19,7 @@
 
 #include <google/protobuf/unknown_field_set.h>
 
-#include "buffer.h"
+#include "support/buffer.h"
 
 namespace graphrw::wire {
 

@@ -1,11 +1,14 @@
 // End-to-end: the built graphrw binary on files, pipes and exit codes.
 #include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <map>
 #include <set>
 #include <sstream>
 
-#include "batch.h"
+#include "driver/batch.h"
 #include "models.h"
 #include "support.h"
 
@@ -523,8 +526,10 @@ TEST_CASE("batch: every warning names its model, per-model counts and a summary 
   inputs.resize(2);
   graphrw::test::writeFile(dir / "r.json", R"({"version": 1, "passes": [{"pass": "replace", "allow_no_match": true,
     "replacements": [{"select": {"op_type": "Gelu"}, "with": "Relu"}]}]})");
+  auto started = std::chrono::steady_clock::now();
   auto r = run(bin() + " run " + q(dir / "r.json") + joined(inputs) + " --out-dir " + q(dir / "out") + " -j 2 --report " +
                q(dir / "report.json"));
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   CHECK(r.status == 0);
   for (const auto& in : inputs) {
     CHECK_THAT(r.err, Catch::Contains("graphrw: warning: " + in.string() + ": replace: "));
@@ -544,7 +549,13 @@ TEST_CASE("batch: every warning names its model, per-model counts and a summary 
   CHECK(report["summary"]["converted"] == 2);
   CHECK(report["summary"]["failed"] == 0);
   CHECK(report["summary"]["warnings"] == 2);
-  CHECK(report["summary"]["seconds"].get<double>() >= 0);
+  // The batch's own time: some, and no more than the whole process took.
+  CHECK(report["summary"]["seconds"].get<double>() > 0);
+  CHECK(report["summary"]["seconds"].get<double>() <= wall);
+  // The summary line rounds the same figure.
+  char took[32];
+  std::snprintf(took, sizeof took, "%.1f s", report["summary"]["seconds"].get<double>());
+  CHECK_THAT(r.err, Catch::Contains(took));
   for (const auto& m : report["models"]) CHECK(m["warnings"] == 1);
 }
 

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <string>
 
-#include "error.h"
-#include "graphcore_ops.h"
-#include "rules.h"
+#include "analysis/graphcore_ops.h"
+#include "driver/rules.h"
+#include "support/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const bool registered = (graphrw::registerGraphcoreOps(), true);

@@ -20,11 +20,31 @@ for f in share/graphrw/schemas/graphcore-ops.json share/graphrw/schemas/popart-o
   [ -s "$p/$f" ] || fail "not installed: $f"
 done
 [ ! -e "$p/share/graphrw/schemas/tools" ] || fail "schemas/tools (generator scripts) installed"
-# One man page per command --help lists.
-for cmd in $("$p/bin/graphrw" --help | sed -n '/^Subcommands:/,$p' | awk 'NR>1 && /^  [a-z]/{print $1}'); do
+# One man page per command --help lists, and --help lists every command: the
+# fixed ones and every registered pass (the rule-file schema names them).
+listed=$("$p/bin/graphrw" --help | sed -n '/^Subcommands:/,$p' | awk 'NR>1 && /^  [a-z]/{print $1}')
+passes=$("$p/bin/graphrw" schema | python3 -c 'import json,sys
+s = json.load(sys.stdin)
+names = set()
+def walk(x):
+    if isinstance(x, dict):
+        p = x.get("properties", {}).get("pass", {})
+        if isinstance(p, dict) and "const" in p: names.add(p["const"])
+        for v in x.values(): walk(v)
+    elif isinstance(x, list):
+        for v in x: walk(v)
+walk(s)
+print("\n".join(sorted(names)))')
+[ "$(echo "$passes" | wc -w)" -ge 11 ] || fail "graphrw schema names $(echo "$passes" | wc -w) passes"
+for cmd in inspect convert run schema help compare completion validate $passes; do
+  echo "$listed" | grep -qx "$cmd" || fail "graphrw --help does not list $cmd"
+done
+for cmd in $listed; do
   [ -s "$p/share/man/man1/graphrw-$cmd.1" ] || fail "no man page for $cmd"
   grep -q '^\.TH' "$p/share/man/man1/graphrw-$cmd.1" || fail "graphrw-$cmd.1 is not a man page"
+  grep -q "graphrw $cmd" "$p/share/man/man1/graphrw-$cmd.1" || fail "graphrw-$cmd.1 is not $cmd's"
 done
+[ "$(ls "$p"/share/man/man1/graphrw-*.1 | wc -l)" -eq "$(echo "$listed" | wc -w)" ] || fail "man pages and commands differ"
 grep -qF -- '\fB\-\-schema\-ops\fR' "$p/share/man/man1/graphrw-expand.1" || fail "expand's man page lacks its options"
 grep -q 'graphrw expand model.onnx' "$p/share/man/man1/graphrw-expand.1" || fail "expand's man page lacks its examples"
 
@@ -39,14 +59,16 @@ complete_bash graphrw -v outline m.onnx --mo | grep -qx -- --mode || fail "bash:
 [ "$(complete_bash graphrw outline m.onnx --mode fu)" = function ] || fail "bash: --mode values"
 [ "$(complete_bash graphrw validate m.onnx --target p)" = popart ] || fail "bash: --target values"
 [ "$(complete_bash graphrw help ou)" = outline ] || fail "bash: help COMMAND"
-[ "$(complete_bash graphrw completion b)" = "" ] || true
+[ "$(complete_bash graphrw completion b)" = bash ] || fail "bash: completion's shell"
+[ "$(complete_bash graphrw completion z)" = zsh ] || fail "bash: completion's shell (zsh)"
 
 # zsh: the function file parses, defines _graphrw, and lists every command.
 zsh -n "$p/share/zsh/vendor-completions/_graphrw" || fail "zsh: syntax"
 zsh -c "source '$p/share/zsh/vendor-completions/_graphrw' 2>/dev/null; whence -w _graphrw" | grep -q function || fail "zsh: no _graphrw"
-for cmd in expand replace outline checkpoint run validate; do
+for cmd in $listed; do
   grep -q "^    '$cmd:" "$p/share/zsh/vendor-completions/_graphrw" || fail "zsh: command $cmd missing"
 done
+grep -q "'1:value:(bash zsh)'" "$p/share/zsh/vendor-completions/_graphrw" || fail "zsh: completion's shell"
 
 # A Debian package with the same files and the shared libraries as dependencies.
 (cd "$work" && cpack --config "$build/CPackConfig.cmake" -G DEB -B "$work/pkg" >"$work/cpack.log" 2>&1) ||

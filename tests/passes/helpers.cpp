@@ -2,14 +2,14 @@
 
 #include <catch2/catch.hpp>
 
-#include "compare.h"
-#include "loader.h"
+#include "driver/compare.h"
+#include "driver/pass_manager.h"
+#include "driver/validate.h"
+#include "io/loader.h"
+#include "io/writer.h"
 #include "ort.h"
-#include "expand.h"
-#include "pass_manager.h"
+#include "passes/expand.h"
 #include "support.h"
-#include "validate.h"
-#include "writer.h"
 
 namespace graphrw::test {
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "ir.h"
-#include "pass.h"
-#include "selector.h"
+#include "analysis/pass.h"
+#include "analysis/selector.h"
+#include "ir/ir.h"
 
 namespace graphrw::test {
 

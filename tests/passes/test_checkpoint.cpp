@@ -2,14 +2,14 @@
 
 #include <set>
 
-#include "checkpoint.h"
-#include "error.h"
+#include "driver/inspect.h"
 #include "helpers.h"
-#include "inspect.h"
-#include "loader.h"
+#include "io/loader.h"
+#include "io/writer.h"
+#include "passes/checkpoint.h"
 #include "seed_models.h"
 #include "support.h"
-#include "writer.h"
+#include "support/error.h"
 
 using namespace graphrw;
 using namespace graphrw::ir;

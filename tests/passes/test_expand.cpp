@@ -1,15 +1,15 @@
 #include <catch2/catch.hpp>
 
-#include "error.h"
+#include "driver/pass_manager.h"
+#include "driver/validate.h"
 #include "helpers.h"
-#include "expand.h"
-#include "loader.h"
+#include "io/loader.h"
+#include "io/writer.h"
 #include "ort.h"
-#include "pass_manager.h"
+#include "passes/expand.h"
 #include "seed_models.h"
 #include "support.h"
-#include "validate.h"
-#include "writer.h"
+#include "support/error.h"
 
 namespace fs = std::filesystem;
 using namespace graphrw;

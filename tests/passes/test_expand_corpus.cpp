@@ -6,12 +6,12 @@
 
 #include <set>
 
-#include "expand.h"
-#include "loader.h"
+#include "driver/pass_manager.h"
+#include "io/loader.h"
+#include "io/writer.h"
 #include "ort.h"
-#include "pass_manager.h"
+#include "passes/expand.h"
 #include "support.h"
-#include "writer.h"
 
 namespace fs = std::filesystem;
 using namespace graphrw;

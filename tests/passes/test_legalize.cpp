@@ -9,20 +9,20 @@
 
 #include <filesystem>
 
-#include "checkpoint.h"
-#include "error.h"
-#include "expand.h"
+#include "analysis/popart.h"
+#include "analysis/popart_check.h"
+#include "driver/pass_manager.h"
+#include "driver/rules.h"
 #include "helpers.h"
-#include "legalize.h"
-#include "loader.h"
-#include "outline.h"
-#include "pass_manager.h"
-#include "popart.h"
-#include "popart_check.h"
-#include "replace.h"
-#include "rules.h"
+#include "io/loader.h"
+#include "io/writer.h"
+#include "passes/checkpoint.h"
+#include "passes/expand.h"
+#include "passes/legalize.h"
+#include "passes/outline.h"
+#include "passes/replace.h"
 #include "support.h"
-#include "writer.h"
+#include "support/error.h"
 
 namespace fs = std::filesystem;
 using namespace graphrw;
@@ -43,6 +43,13 @@ nlohmann::json runRules(ir::Model& model, const std::string& rulesPath) {
   PassManager pm({true, std::nullopt, ""});
   for (auto& p : rules.passes) pm.add(p);
   return pm.run(model);
+}
+
+// The model as written to a file and loaded again.
+std::unique_ptr<ir::Model> reloaded(ir::Model& m) {
+  TempDir dir;
+  writeModel(m, (dir / "m.onnx").string());
+  return loadModel((dir / "m.onnx").string());
 }
 
 onnx::ModelProto writeAndRead(ir::Model& m) {
@@ -132,7 +139,8 @@ g (float[batch, 4] x, int64[batch, n] ids) => (float[batch, 4] y) { y = Relu(x) 
   passes::LegalizeOptions shapes;
   shapes.dims = {{"batch", 2}, {"n", 3}, {"unused", 7}};  // a name the model lacks is skipped
   auto fixed = runPass(dynamic, passes::createLegalizePass(shapes));
-  CHECK(popart::checkImport(*fixed).empty());
+  // legalize refuses while checkImport finds anything: what counts is that the written file keeps it so.
+  CHECK(popart::checkImport(*reloaded(*fixed)).empty());
 
   auto nonzero = parseModel(R"(
 <ir_version: 8, opset_import: ["" : 13]>
@@ -157,7 +165,8 @@ g (float[2] x) => (float[2] y) <float[3] c = {0.0, 1.0, 2.0}> {
 )"),
                         passes::createLegalizePass({}));
   INFO(findingsText(*folded));
-  CHECK(popart::checkImport(*folded).empty());
+  // legalize refuses while checkImport finds anything: what counts is that the written file keeps it so.
+  CHECK(popart::checkImport(*reloaded(*folded)).empty());
 }
 
 TEST_CASE("legalize: the CLI writes nothing while findings remain", "[legalize][popart][cli]") {
@@ -338,7 +347,8 @@ TEST_CASE("legalize --gelu tanh: the erf-GELU chain becomes ai.graphcore::Gelu (
   }
   CHECK(gelu == 2);
   CHECK(erf == 0);
-  CHECK(popart::checkImport(*model).empty());
+  // legalize refuses while checkImport finds anything: what counts is that the written file keeps it so.
+  CHECK(popart::checkImport(*reloaded(*model)).empty());
   checkSameMaths(original, mapBack(*model), 1e-3, 40);
   passes::LegalizeOptions sigmoid;
   sigmoid.gelu = "sigmoid";
@@ -388,6 +398,7 @@ g (float[2, 4] x) => (float[2, 4] y1, float[2, 4] y2, float[2, 4] y3, float[2, 4
   }
   CHECK(gelu == 3);
   CHECK(erf == 1);
-  CHECK(popart::checkImport(*out).empty());
+  // legalize refuses while checkImport finds anything: what counts is that the written file keeps it so.
+  CHECK(popart::checkImport(*reloaded(*out)).empty());
   checkSameMaths(m, mapBack(*out), 1e-5);
 }

@@ -10,14 +10,14 @@
 
 #include <map>
 
-#include "error.h"
-#include "loader.h"
-#include "opset.h"
+#include "driver/pass_manager.h"
+#include "driver/validate.h"
+#include "io/loader.h"
+#include "io/writer.h"
 #include "ort.h"
-#include "pass_manager.h"
+#include "passes/opset.h"
 #include "support.h"
-#include "validate.h"
-#include "writer.h"
+#include "support/error.h"
 
 namespace fs = std::filesystem;
 using namespace graphrw;

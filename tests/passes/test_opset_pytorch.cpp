@@ -4,14 +4,14 @@
 // ONNX Runtime gives the original's outputs within 1e-5.
 #include <catch2/catch.hpp>
 
-#include "fold_pass.h"
+#include "driver/pass_manager.h"
 #include "helpers.h"
-#include "loader.h"
-#include "opset.h"
-#include "pass_manager.h"
-#include "set_shapes.h"
+#include "io/loader.h"
+#include "io/writer.h"
+#include "passes/fold.h"
+#include "passes/opset.h"
+#include "passes/set_shapes.h"
 #include "support.h"
-#include "writer.h"
 
 namespace fs = std::filesystem;
 using namespace graphrw;

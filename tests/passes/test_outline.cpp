@@ -2,14 +2,14 @@
 
 #include <set>
 
-#include "error.h"
-#include "expand.h"
 #include "helpers.h"
-#include "loader.h"
-#include "outline.h"
+#include "io/loader.h"
+#include "io/writer.h"
+#include "passes/expand.h"
+#include "passes/outline.h"
 #include "seed_models.h"
 #include "support.h"
-#include "writer.h"
+#include "support/error.h"
 
 using namespace graphrw;
 using namespace graphrw::ir;

@@ -3,15 +3,15 @@
 
 #include <filesystem>
 
-#include "error.h"
+#include "analysis/popart_check.h"
+#include "driver/pass_manager.h"
+#include "driver/rules.h"
 #include "helpers.h"
-#include "loader.h"
-#include "pass_manager.h"
-#include "place.h"
-#include "popart_check.h"
-#include "rules.h"
+#include "io/loader.h"
+#include "io/writer.h"
+#include "passes/place.h"
 #include "support.h"
-#include "writer.h"
+#include "support/error.h"
 
 namespace fs = std::filesystem;
 using namespace graphrw;

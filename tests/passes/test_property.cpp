@@ -10,14 +10,14 @@
 #include <map>
 #include <set>
 
-#include "error.h"
-#include "loader.h"
-#include "pass_manager.h"
-#include "popart_check.h"
-#include "rules.h"
+#include "analysis/popart_check.h"
+#include "driver/pass_manager.h"
+#include "driver/rules.h"
+#include "driver/validate.h"
+#include "io/loader.h"
+#include "io/writer.h"
 #include "support.h"
-#include "validate.h"
-#include "writer.h"
+#include "support/error.h"
 
 namespace fs = std::filesystem;
 using namespace graphrw;

@@ -1,10 +1,10 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.h"
-#include "loader.h"
-#include "prune.h"
+#include "io/loader.h"
+#include "io/writer.h"
+#include "passes/prune.h"
 #include "support.h"
-#include "writer.h"
 
 using namespace graphrw;
 using namespace graphrw::ir;

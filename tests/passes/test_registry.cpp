@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "json_schema.h"
-#include "pass.h"
+#include "analysis/pass.h"
+#include "driver/json_schema.h"
 #include "support.h"
 
 namespace fs = std::filesystem;

@@ -2,17 +2,17 @@
 
 #include <set>
 
-#include "error.h"
+#include "analysis/popart.h"
+#include "driver/pass_manager.h"
+#include "driver/rules.h"
+#include "driver/validate.h"
 #include "helpers.h"
-#include "loader.h"
-#include "pass_manager.h"
-#include "rules.h"
-#include "popart.h"
-#include "replace.h"
+#include "io/loader.h"
+#include "io/writer.h"
+#include "passes/replace.h"
 #include "seed_models.h"
 #include "support.h"
-#include "validate.h"
-#include "writer.h"
+#include "support/error.h"
 
 using namespace graphrw;
 using namespace graphrw::ir;

@@ -1,13 +1,13 @@
 #include <catch2/catch.hpp>
 
-#include "error.h"
-#include "fold_pass.h"
+#include "driver/pass_manager.h"
 #include "helpers.h"
-#include "loader.h"
-#include "pass_manager.h"
-#include "set_shapes.h"
+#include "io/loader.h"
+#include "io/writer.h"
+#include "passes/fold.h"
+#include "passes/set_shapes.h"
 #include "support.h"
-#include "writer.h"
+#include "support/error.h"
 
 using namespace graphrw;
 using namespace graphrw::ir;

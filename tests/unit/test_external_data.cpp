@@ -1,9 +1,9 @@
 #include <catch2/catch.hpp>
 
-#include "error.h"
-#include "loader.h"
+#include "io/loader.h"
 #include "models.h"
 #include "support.h"
+#include "support/error.h"
 
 namespace fs = std::filesystem;
 using namespace graphrw;

@@ -2,7 +2,7 @@
 #include <map>
 #include <random>
 
-#include "flat_map.h"
+#include "support/flat_map.h"
 
 using graphrw::FlatStringMap;
 

@@ -1,10 +1,10 @@
 #include <catch2/catch.hpp>
 
-#include "error.h"
-#include "loader.h"
+#include "io/loader.h"
+#include "io/writer.h"
 #include "models.h"
 #include "support.h"
-#include "writer.h"
+#include "support/error.h"
 
 using namespace graphrw;
 using namespace graphrw::ir;

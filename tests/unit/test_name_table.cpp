@@ -1,10 +1,10 @@
 #include <catch2/catch.hpp>
 
-#include "loader.h"
+#include "io/loader.h"
+#include "ir/rewriter.h"
 #include "models.h"
-#include "name_table.h"
-#include "rewriter.h"
 #include "support.h"
+#include "support/name_table.h"
 
 using graphrw::ir::NameTable;
 
@@ -70,5 +70,7 @@ TEST_CASE("model name tables follow the IR through lazy building", "[names]") {
   graphrw::ir::Rewriter rw(*model);
   auto& g = model->graph();
   CHECK(rw.createNode(g, nullptr, {"n", "Identity", "", {g.findLocal("W")}, {"H"}})->output(0)->name() == "H_1");
-  CHECK(model->nodeNames().fresh("x") == "x");
+  CHECK(rw.reserveNodeName(g, "x") == "x");
+  CHECK(rw.reserveNodeName(g, "x") == "x_1");
+  CHECK(model->nodeNames().contains("x_1"));
 }

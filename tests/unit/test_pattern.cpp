@@ -1,13 +1,13 @@
 // The pattern matcher legalize's GELU rules use (lib/analysis/pattern.h).
 #include <catch2/catch.hpp>
 
-#include "error.h"
-#include "graphcore_ops.h"
-#include "loader.h"
-#include "pattern.h"
-#include "replace.h"
+#include "analysis/graphcore_ops.h"
+#include "analysis/pattern.h"
+#include "io/loader.h"
+#include "io/writer.h"
+#include "passes/replace.h"
 #include "support.h"
-#include "writer.h"
+#include "support/error.h"
 
 using namespace graphrw;
 

@@ -4,10 +4,10 @@
 
 #include <onnx/defs/schema.h>
 
-#include "graphcore_ops.h"
-#include "loader.h"
-#include "popart.h"
-#include "popart_check.h"
+#include "analysis/graphcore_ops.h"
+#include "analysis/popart.h"
+#include "analysis/popart_check.h"
+#include "io/loader.h"
 #include "support.h"
 
 using namespace graphrw;

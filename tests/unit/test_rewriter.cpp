@@ -1,11 +1,14 @@
 #include <catch2/catch.hpp>
 
-#include "loader.h"
+#include <filesystem>
+#include <set>
+
+#include "io/loader.h"
+#include "io/writer.h"
+#include "ir/rewriter.h"
+#include "ir/verifier.h"
 #include "models.h"
-#include "rewriter.h"
 #include "support.h"
-#include "verifier.h"
-#include "writer.h"
 
 using namespace graphrw;
 using namespace graphrw::ir;
@@ -251,4 +254,24 @@ F (x) => (y) {
   CHECK(model->functions().empty());
   CHECK(rw.counts().functionsRemoved == 1);
   CHECK(rw.counts().nodesAdded == 0);
+}
+
+TEST_CASE("every kind of edit the Rewriter counts is a report key documented in docs/cli.md", "[rewriter][docs]") {
+  std::string doc = graphrw::test::readFile(std::filesystem::path(GRAPHRW_SOURCE_DIR) / "docs" / "cli.md");
+  std::set<std::string> keys;
+  for (const auto& f : ChangeCounts::fields()) {
+    CHECK(keys.insert(f.key).second);  // one row per key
+    INFO(f.key);
+    CHECK(doc.find(std::string("`") + f.key + "`") != std::string::npos);
+  }
+  // Each member is in the table: a count left out of it would be missing from reports and `changed`.
+  ChangeCounts c;
+  CHECK_FALSE(c.any());
+  size_t members = sizeof(ChangeCounts) / sizeof(size_t);
+  CHECK(ChangeCounts::fields().size() == members);
+  for (const auto& f : ChangeCounts::fields()) {
+    ChangeCounts one;
+    one.*f.count = 1;
+    CHECK(one.any());
+  }
 }

@@ -3,9 +3,9 @@
 // protobuf itself would write.
 #include <catch2/catch.hpp>
 
-#include "loader.h"
+#include "io/loader.h"
+#include "io/writer.h"
 #include "support.h"
-#include "writer.h"
 
 namespace fs = std::filesystem;
 using namespace graphrw;

@@ -3,11 +3,11 @@
 #include <set>
 #include <nlohmann/json.hpp>
 
-#include "error.h"
-#include "expand.h"
-#include "json_schema.h"
-#include "rules.h"
+#include "driver/json_schema.h"
+#include "driver/rules.h"
+#include "passes/expand.h"
 #include "support.h"
+#include "support/error.h"
 
 using namespace graphrw;
 

@@ -1,9 +1,9 @@
 #include <catch2/catch.hpp>
 
-#include "error.h"
-#include "loader.h"
-#include "selector.h"
+#include "analysis/selector.h"
+#include "io/loader.h"
 #include "support.h"
+#include "support/error.h"
 
 using namespace graphrw;
 

@@ -1,12 +1,14 @@
 #include <catch2/catch.hpp>
 
+#include "driver/pass_manager.h"
+#include "io/loader.h"
+#include "ir/fingerprint.h"
+#include "ir/rewriter.h"
+#include "ir/verifier.h"
 #include "ir_corruptor.h"
-#include "loader.h"
 #include "models.h"
-#include "pass_manager.h"
-#include "error.h"
 #include "support.h"
-#include "verifier.h"
+#include "support/error.h"
 
 using namespace graphrw;
 using namespace graphrw::ir;
@@ -95,6 +97,7 @@ class MisorderingPass final : public Pass {
 }  // namespace
 
 TEST_CASE("verify-each (--verify-each) stops at the pass that broke the IR, naming it (exit 1)", "[verifier][pass-manager]") {
+  test::ScopedEnv off("GRAPHRW_VERIFY_EACH", nullptr);  // the suite turns it on for every pipeline
   auto run = [](bool verifyEach) {
     auto model = loadModel(test::parseModel(test::kSmallModel));
     PassManager pm({verifyEach, std::nullopt, ""});
@@ -111,4 +114,106 @@ TEST_CASE("verify-each (--verify-each) stops at the pass that broke the IR, nami
                                           Catch::Contains("before it is produced"));
   }
   CHECK_NOTHROW(run(false));  // without the flag the pass manager does not look
+}
+
+namespace {
+
+// A pass that lies: it zeroes every weight behind the Rewriter's back, so its
+// report would say "changed": false. The verifier's invariants all hold.
+class ZeroingPass final : public Pass {
+ public:
+  std::string name() const override { return "zero-weights"; }
+  void run(Model& model, PassContext&) const override {
+    for (const auto& init : model.graph().initializers()) {
+      Tensor* t = Corrupt::initializer(*init.value);
+      std::string zeros(t->storedBytes(), '\0');
+      Corrupt::clearRawView(*t);
+      Corrupt::proto(*t).clear_float_data();
+      Corrupt::proto(*t).set_raw_data(zeros);
+    }
+  }
+};
+
+// A pass that counts edits on a model it leaves as it was (renamed and back).
+class BackAndForthPass final : public Pass {
+ public:
+  std::string name() const override { return "rename-twice"; }
+  void run(Model& model, PassContext& context) const override {
+    Value* h = model.graph().findLocal("H");
+    context.rewriter.renameValue(h, "elsewhere");
+    context.rewriter.renameValue(h, "H");
+  }
+};
+
+std::string runFailing(std::unique_ptr<Pass> pass) {
+  auto model = loadModel(test::parseModel(test::kSmallModel));
+  PassManager pm({/*verifyEach=*/true, std::nullopt, ""});
+  pm.add(std::move(pass));
+  try {
+    pm.run(*model);
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::Findings);
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("verify-each fails a pass that changes the model without counting the edit", "[verifier][pass-manager]") {
+  std::string message = runFailing(std::make_unique<ZeroingPass>());
+  CHECK_THAT(message, Catch::Contains("pass 0 (zero-weights) changed the model without an edit counted"));
+  // Not the IR verifier's doing: the zeroed model keeps every invariant.
+  auto model = loadModel(test::parseModel(test::kSmallModel));
+  PassManager pm({/*verifyEach=*/false, std::nullopt, ""});
+  pm.add(std::make_unique<ZeroingPass>());
+  test::ScopedEnv off("GRAPHRW_VERIFY_EACH", nullptr);
+  auto report = pm.run(*model);
+  CHECK(report[0]["changed"] == false);
+  CHECK(verify(*model).empty());
+  CHECK(model->graph().initializers()[0].tensor->proto().raw_data() == std::string(64, '\0'));
+}
+
+TEST_CASE("verify-each fails a pass that counts edits on an unchanged model", "[verifier][pass-manager]") {
+  std::string message = runFailing(std::make_unique<BackAndForthPass>());
+  CHECK_THAT(message, Catch::Contains("pass 0 (rename-twice) counted edits but the model is unchanged"));
+}
+
+TEST_CASE("the fingerprint sees payload bytes, doc strings and declared types, not type annotations", "[verifier]") {
+  auto model = loadModel(test::parseModel(test::kSmallModel));
+  uint64_t base = fingerprint(*model);
+  CHECK(fingerprint(*model) == base);
+  Rewriter rw(*model);
+  Value* h = model->graph().findLocal("H");
+  onnx::TypeProto t;
+  t.mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  rw.setType(h, t);  // an annotation, not written
+  CHECK(fingerprint(*model) == base);
+  CHECK_FALSE(rw.counts().any());
+  rw.setDocString(model->graph().nodes().front().get(), "the projection");
+  uint64_t documented = fingerprint(*model);
+  CHECK(documented != base);
+  CHECK(rw.counts().docStringsChanged == 1);
+  rw.setDocString(model->graph().nodes().front().get(), "the projection");  // the same text: no edit
+  CHECK(rw.counts().docStringsChanged == 1);
+  rw.declareType(model->graph(), h, t);
+  CHECK(fingerprint(*model) != documented);
+  // One byte of a weight.
+  auto model2 = loadModel(test::parseModel(test::kSmallModel));
+  Tensor* w = Corrupt::initializer(*model2->graph().findLocal("W"));
+  Corrupt::proto(*w).set_float_data(15, 2.0f);
+  CHECK(fingerprint(*model2) != base);
+}
+
+TEST_CASE("replacing a graph output's value is counted as a graph-output edit", "[verifier][rewriter]") {
+  auto model = loadModel(test::parseModel(test::kSmallModel));
+  Rewriter rw(*model);
+  Graph& g = model->graph();
+  Value* y = g.outputs()[0].value;
+  Value* h = g.findLocal("H");
+  rw.replaceAllUsesWith(y, h, /*graphOutputs=*/true);
+  CHECK(g.outputs()[0].value == h);
+  CHECK(rw.counts().graphOutputsChanged == 1);
+  rw.replaceAllUsesWith(h, h, true);  // nothing changes, nothing counted
+  CHECK(rw.counts().graphOutputsChanged == 1);
 }

@@ -2,7 +2,7 @@
 
 #include "models.h"
 #include "support.h"
-#include "wire.h"
+#include "support/wire.h"
 
 using namespace graphrw;
 

@@ -3,12 +3,12 @@
 
 #include <catch2/catch.hpp>
 
-#include "error.h"
+#include "io/loader.h"
+#include "io/writer.h"
 #include "ir_corruptor.h"
-#include "loader.h"
 #include "models.h"
 #include "support.h"
-#include "writer.h"
+#include "support/error.h"
 
 namespace fs = std::filesystem;
 using namespace graphrw;
@@ -62,9 +62,9 @@ TEST_CASE("a model over 2 GB is refused naming the option, and nothing is touche
   auto model = loadModel(Buffer::fromString(rawModel().SerializeAsString()), dir.path(), "m");
   auto* w = ir::testing::Corruptor::initializer(*model->graph().findLocal("W"));
   auto bytes = Bytes::of(Buffer::mapFile(big));
-  w->mutableProto().clear_dims();
-  w->mutableProto().add_dims(static_cast<int64_t>(bytes.size / 4));
-  w->setRawView(bytes);
+  ir::testing::Corruptor::proto(*w).clear_dims();
+  ir::testing::Corruptor::proto(*w).add_dims(static_cast<int64_t>(bytes.size / 4));
+  ir::testing::Corruptor::setRawView(*w, bytes);
 
   test::writeFile(dir / "out.onnx", "previous contents");
   try {

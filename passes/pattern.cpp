@@ -1,4 +1,4 @@
-#include "pattern_pass.h"
+#include "passes/pattern.h"
 
 #include <spdlog/spdlog.h>
 
@@ -6,12 +6,12 @@
 #include <set>
 #include <unordered_set>
 
-#include "error.h"
-#include "graphcore_ops.h"
-#include "opsets.h"
-#include "replace.h"
-#include "text_file.h"
-#include "weights.h"
+#include "analysis/graphcore_ops.h"
+#include "analysis/opsets.h"
+#include "analysis/weights.h"
+#include "passes/replace.h"
+#include "support/error.h"
+#include "support/text_file.h"
 
 namespace graphrw::passes {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "pass.h"
+#include "analysis/pass.h"
 
 namespace graphrw::passes {
 

@@ -1,10 +1,10 @@
-#include "fold_pass.h"
+#include "passes/fold.h"
 
 #include <spdlog/spdlog.h>
 
-#include "error.h"
-#include "types.h"
-#include "weights.h"
+#include "analysis/types.h"
+#include "analysis/weights.h"
+#include "support/error.h"
 
 namespace graphrw::passes {
 namespace {

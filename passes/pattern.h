@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "pass.h"
-#include "pattern.h"
+#include "analysis/pass.h"
+#include "analysis/pattern.h"
 
 namespace graphrw::passes {
 

@@ -4,18 +4,18 @@
 
 #include <filesystem>
 
-#include "error.h"
-#include "fold_pass.h"
-#include "opset.h"
+#include "analysis/popart_check.h"
+#include "driver/pass_manager.h"
+#include "driver/rules.h"
 #include "helpers.h"
-#include "loader.h"
-#include "pass_manager.h"
-#include "pattern_pass.h"
-#include "popart_check.h"
-#include "replace.h"
-#include "rules.h"
+#include "io/loader.h"
+#include "io/writer.h"
+#include "passes/fold.h"
+#include "passes/opset.h"
+#include "passes/pattern.h"
+#include "passes/replace.h"
 #include "support.h"
-#include "writer.h"
+#include "support/error.h"
 
 namespace fs = std::filesystem;
 using namespace graphrw;

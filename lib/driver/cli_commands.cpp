@@ -1,0 +1,170 @@
+// The commands that are not passes: inspect, convert, schema, compare and
+// validate. Each declares its subcommand and returns what runs when it was
+// parsed (cli_common.h's Command); cli.cpp parses and dispatches.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <iostream>
+
+#include "analysis/popart_check.h"
+#include "driver/cli_common.h"
+#include "driver/compare.h"
+#include "driver/inspect.h"
+#include "driver/rules.h"
+#include "driver/validate.h"
+#include "io/loader.h"
+#include "support/error.h"
+#include "support/json_text.h"
+
+namespace graphrw::cli {
+
+Command addInspectCommand(CLI::App& app) {
+  struct Args {
+    std::string input;
+    bool json = false;
+  };
+  auto args = std::make_shared<Args>();
+  auto* inspect = app.add_subcommand("inspect", "Summarise a model: opsets, ops, functions, weights, PopART attributes");
+  inspect->add_option("model", args->input, "ONNX model, or - for stdin")->required();
+  inspect->add_flag("--json", args->json, "Print JSON");
+  inspect->footer("\nExamples:\n  graphrw inspect model.onnx\n  graphrw inspect --json model.onnx | jq '.ops'\n"
+                  "  graphrw expand model.onnx -o - | graphrw inspect -\n");
+  return {inspect, [args] {
+            auto model = loadModel(args->input);
+            auto summary = inspectModel(*model);
+            if (args->json)
+              std::cout << summary.dump(2) << "\n";
+            else
+              std::cout << renderInspection(summary);
+            releaseAtExit(model);
+            return 0;
+          }};
+}
+
+Command addConvertCommand(CLI::App& app) {
+  struct Args {
+    std::string input, output;
+    ExternalOptions external;
+  };
+  auto args = std::make_shared<Args>();
+  auto* convert = app.add_subcommand("convert", "Load and write a model again (external data conversion)");
+  convert->add_option("model", args->input, "ONNX model, or - for stdin")->required();
+  convert->add_option("-o,--output", args->output, "Output file, or - for stdout (default: MODEL.converted.onnx)");
+  args->external.add(convert);
+  convert->footer("\nExamples:\n  graphrw convert big.onnx --external-data big.data -o big.split.onnx\n"
+                  "  graphrw convert big.split.onnx --embed-external-data -o big.onnx\n  graphrw convert - -o model.onnx < model.onnx\n");
+  return {convert, [args] {
+            std::string out = outputPath(args->input, args->output, "converted");
+            WriteOptions writeOptions = args->external.writeOptions();
+            if (args->input != "-") writeOptions.protect.push_back(args->input);
+            auto model = loadModel(args->input);
+            writeOut(*model, out, writeOptions);
+            releaseAtExit(model);
+            return 0;
+          }};
+}
+
+Command addSchemaCommand(CLI::App& app) {
+  auto* schema = app.add_subcommand("schema", "Print the JSON Schema of rule files (draft 2020-12)");
+  schema->footer("\nExamples:\n  graphrw schema > graphrw-rules.schema.json\n  graphrw schema | jq '.properties.passes'\n");
+  return {schema, [] {
+            std::cout << ruleFileSchema().dump(2) << "\n";
+            return 0;
+          }};
+}
+
+namespace {
+
+struct CompareArgs {
+  std::string a, b;
+  std::vector<std::string> inputs;
+  CompareOptions options;
+  bool json = false;
+};
+
+int runCompare(CompareArgs& args) {
+  for (const auto& text : args.inputs) {
+    auto eq = text.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+      usageError("--input '" + text + "': expected NAME=FILE.npy");
+    args.options.inputs[text.substr(0, eq)] = text.substr(eq + 1);
+  }
+  if (args.options.rtol < 0 || args.options.atol < 0) usageError("--rtol and --atol cannot be negative");
+  auto a = loadModel(args.a);
+  auto b = loadModel(args.b);
+  for (const auto& [name, file] : args.options.inputs) {
+    bool known = false;
+    for (const auto& in : a->graph().inputs()) known |= in.value->name() == name && !in.value->isInitializer();
+    if (!known) usageError("--input " + name + "=" + file + ": " + args.a + " has no input '" + name + "'");
+  }
+  auto result = compareModels(*a, *b, args.options);
+  if (args.json)
+    std::cout << result.dump(2) << "\n";
+  else
+    std::cout << renderComparison(result, args.options);
+  return result["ok"].get<bool>() ? 0 : static_cast<int>(ExitCode::Findings);
+}
+
+}  // namespace
+
+Command addCompareCommand(CLI::App& app) {
+  auto args = std::make_shared<CompareArgs>();
+  auto* compare = app.add_subcommand(
+      "compare", "Run two models under ONNX Runtime on the same inputs and compare every output (ai.graphcore ops mapped back)");
+  compare->add_option("a", args->a, "The model before (ONNX file)")->required();
+  compare->add_option("b", args->b, "The model after (ONNX file)")->required();
+  compare->add_option("--input", args->inputs, "NAME=FILE.npy: this input's data (others: random of the declared shape); repeatable");
+  compare->add_option("--rtol", args->options.rtol, "Relative tolerance: |a - b| <= atol + rtol * |b|")->capture_default_str();
+  compare->add_option("--atol", args->options.atol, "Absolute tolerance")->capture_default_str();
+  compare->add_option("--seed", args->options.seed, "Seed of the random inputs")->capture_default_str();
+  compare->add_option("--int-max", args->options.intMax, "Random integer inputs are drawn from [0, N)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 30));
+  compare->add_flag("--json", args->json, "Print JSON");
+  compare->footer("\nExamples:\n  graphrw compare model.onnx model.ipu.onnx\n"
+                  "  graphrw compare model.onnx model.ipu.onnx --input input_ids=ids.npy --rtol 1e-3\n"
+                  "  graphrw compare a.onnx b.onnx --json | jq '.outputs'\n"
+                  "\nExit status: 0 when every output agrees within the tolerances, 1 when one does not.\n"
+                  "Needs ONNX Runtime for Node.js (npm install --ignore-scripts onnxruntime-node@1.30.0; GRAPHRW_ORT_DIR).\n");
+  return {compare, [args] { return runCompare(*args); }};
+}
+
+Command addValidateCommand(CLI::App& app) {
+  struct Args {
+    std::string input, target;
+    bool json = false;
+  };
+  auto args = std::make_shared<Args>();
+  auto* validate = app.add_subcommand("validate", "ONNX checker, strict shape inference, IR verifier, PopART attribute types");
+  validate->add_option("model", args->input, "ONNX model, or - for stdin")->required();
+  validate->add_flag("--json", args->json, "Print JSON");
+  validate->add_option("--target", args->target, "Also check what this target's import refuses (popart)")
+      ->check(CLI::IsMember({"popart"}));
+  validate->footer("\nExamples:\n  graphrw validate model.onnx\n  graphrw validate --target popart model.ipu.onnx\n"
+                   "  graphrw validate --json model.onnx | jq '.findings'\n");
+  return {validate, [args] {
+            auto model = loadModel(args->input);
+            auto findings = validateModel(*model);
+            if (args->target == "popart")
+              for (auto& f : popart::checkImport(*model)) findings.push_back({"popart:" + f.check, f.where, f.message});
+            if (args->json) {
+              nlohmann::json j;
+              if (!args->target.empty()) j["target"] = args->target;
+              j["valid"] = findings.empty();
+              j["findings"] = nlohmann::json::array();
+              for (const auto& f : findings)
+                j["findings"].push_back({{"check", f.check}, {"where", f.where}, {"message", f.message}});
+              std::cout << j.dump(2) << "\n";
+            } else {
+              for (const auto& f : findings) {
+                std::string msg = f.message;
+                std::replace(msg.begin(), msg.end(), '\n', ' ');  // ONNX's multi-line messages: one finding, one line
+                std::cout << f.check << ": " << escapeControl(f.where) << ": " << escapeControl(msg) << "\n";
+              }
+              if (findings.empty()) std::cout << args->input << ": valid\n";
+            }
+            releaseAtExit(model);
+            return findings.empty() ? 0 : static_cast<int>(ExitCode::Findings);
+          }};
+}
+
+}  // namespace graphrw::cli

@@ -1,0 +1,113 @@
+#include "ir/fingerprint.h"
+
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace graphrw::ir {
+namespace {
+
+// Not cryptographic: a change detector that reads 8 bytes a step, so hashing
+// a model's weights costs about what reading them does.
+class Hasher {
+ public:
+  void u64(uint64_t w) {
+    h_ ^= w * 0x9E3779B97F4A7C15ull;
+    h_ = ((h_ << 31) | (h_ >> 33)) * 0xC2B2AE3D27D4EB4Full;
+  }
+  void bytes(const char* p, size_t n) {
+    u64(n);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      u64(w);
+    }
+    uint64_t tail = 0;
+    if (n > i) std::memcpy(&tail, p + i, n - i);
+    u64(tail);
+  }
+  void str(std::string_view s) { bytes(s.data(), s.size()); }
+  void message(const google::protobuf::MessageLite& m) { str(m.SerializeAsString()); }
+  uint64_t value() const { return h_ ^ (h_ >> 29); }
+
+ private:
+  uint64_t h_ = 0x243F6A8885A308D3ull;
+};
+
+void tensor(Hasher& h, const Tensor& t) {
+  h.message(t.proto());
+  h.u64(t.rawView().has_value());
+  if (t.rawView()) h.bytes(t.rawView()->data, t.rawView()->size);
+}
+
+void graph(Hasher& h, const Graph& g);
+
+void node(Hasher& h, const Node& n) {
+  h.str(n.name());
+  h.str(n.opType());
+  h.str(n.domain());
+  h.str(n.overload());
+  h.u64(n.presence());
+  h.u64(n.inputs().size());
+  for (const Value* v : n.inputs()) h.str(v ? std::string_view(v->name()) : std::string_view("\0<missing>", 10));
+  h.u64(n.outputs().size());
+  for (const Value* v : n.outputs()) h.str(v ? std::string_view(v->name()) : std::string_view("\0<missing>", 10));
+  h.u64(n.attributes().size());
+  for (const Attribute& a : n.attributes()) {
+    h.message(a.proto);
+    h.u64(a.t != nullptr);
+    if (a.t) tensor(h, *a.t);
+    h.u64(a.tensors.size());
+    for (const Tensor& t : a.tensors) tensor(h, t);
+    h.u64(a.g != nullptr);
+    if (a.g) graph(h, *a.g);
+    h.u64(a.graphs.size());
+    for (const auto& sub : a.graphs) graph(h, *sub);
+  }
+  h.message(n.residual());
+}
+
+void infos(Hasher& h, const std::vector<ValueInfo>& list) {
+  h.u64(list.size());
+  for (const ValueInfo& vi : list) {
+    h.str(vi.value->name());
+    h.message(vi.info);
+  }
+}
+
+void graph(Hasher& h, const Graph& g) {
+  h.message(g.residual());
+  infos(h, g.inputs());
+  infos(h, g.outputs());
+  infos(h, g.valueInfo());
+  h.u64(g.initializers().size());
+  for (const Initializer& i : g.initializers()) {
+    h.str(i.value->name());
+    tensor(h, *i.tensor);
+  }
+  h.u64(g.sparseInitializers().size());
+  for (const SparseInitializer& s : g.sparseInitializers()) {
+    h.str(s.value->name());
+    h.message(s.proto);
+  }
+  h.u64(g.nodeCount());
+  for (const auto& n : g.nodes()) node(h, *n);
+}
+
+}  // namespace
+
+uint64_t fingerprint(const Model& model) {
+  Hasher h;
+  h.message(model.residual());
+  graph(h, model.graph());
+  h.u64(model.functions().size());
+  for (const auto& f : model.functions()) {
+    h.str(f->key().str());
+    h.message(f->residual());
+    graph(h, f->body());
+  }
+  return h.value();
+}
+
+}  // namespace graphrw::ir

@@ -1,0 +1,16 @@
+// A digest of everything the writer would write of a model: structure, names,
+// attributes, doc strings, declared types and the bytes of every payload. Type
+// annotations the IR keeps for analyses (Rewriter::setType) are not written and
+// not part of it. --verify-each compares it before and after each pass with the
+// edits the Rewriter counted.
+#pragma once
+
+#include <cstdint>
+
+#include "ir/ir.h"
+
+namespace graphrw::ir {
+
+uint64_t fingerprint(const Model& model);
+
+}  // namespace graphrw::ir
