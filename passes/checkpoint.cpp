@@ -137,7 +137,7 @@ class CheckpointRun {
 class CheckpointPass final : public Pass {
  public:
   explicit CheckpointPass(CheckpointOptions options) : options_(std::move(options)) {}
-  std::string name() const override { return "checkpoint"; }
+  std::string name() const override { return kCheckpointPass; }
   void run(Model& model, PassContext& context) const override { CheckpointRun(options_, context.rewriter).run(model, context); }
 
  private:
@@ -146,19 +146,20 @@ class CheckpointPass final : public Pass {
 
 }  // namespace
 
-CheckpointOptions::Mode parseCheckpointMode(const std::string& text) {
+CheckpointOptions::Mode CheckpointOptions::parseCheckpointMode(const std::string& text) {
   if (text == "checkpoint") return CheckpointOptions::Mode::Checkpoint;
   if (text == "recompute") return CheckpointOptions::Mode::Recompute;
   usageError("checkpoint mode must be 'checkpoint' or 'recompute', not '" + text + "'");
 }
 
-CheckpointOptions checkpointOptionsFromJson(const nlohmann::json& j, const RuleContext& rules, const std::string& pointer) {
+CheckpointOptions checkpointOptionsFromJson(const nlohmann::json& given, const RuleContext& rules, const std::string& pointer) {
+  const nlohmann::json j = withDefaults(kCheckpointPass, given);
   CheckpointOptions o;
   auto at = [&](const std::string& p) { return rules.at(p); };
-  o.after = SelectorSet::fromJson(j["after"], at, pointer + "/after");
-  o.every = j.value("every", size_t{1});
-  o.mode = parseCheckpointMode(j.value("mode", std::string("checkpoint")));
-  o.allowNoMatch = j.value("allow_no_match", false);
+  o.after = SelectorSet::fromJson(j.at("after"), at, pointer + "/after");
+  o.every = j.at("every").get<size_t>();
+  o.mode = CheckpointOptions::parseCheckpointMode(j.at("mode").get<std::string>());
+  o.allowNoMatch = j.at("allow_no_match").get<bool>();
   return o;
 }
 
@@ -173,21 +174,26 @@ namespace {
 using Kind = OptionSpec::Kind;
 
 const RegisterPass registration{PassSpec{
-    .name = "checkpoint",
+    .name = kCheckpointPass,
     .summary = "Insert PopART recomputation checkpoints after blocks, or mark them Recompute",
-    .schema = "passes/checkpoint.schema.json",
+    .description = "PopART recomputation checkpoints after the outputs of chosen blocks, or Recompute marks on their nodes.",
     .outputTag = "checkpointed",
     .options =
         {
-            {.flags = "--after", .pointer = "/after", .kind = Kind::Selectors,
-             .help = "Blocks to checkpoint: a selector (key=value,...; repeat for any-of)", .required = true},
-            {.flags = "--every", .pointer = "/every", .kind = Kind::Integer,
-             .help = "Only every K-th matched block of each graph", .defaultValue = "1"},
-            {.flags = "--mode", .pointer = "/mode", .kind = Kind::String,
-             .help = "checkpoint (Identity, = 1) or recompute (mark the blocks' nodes, = 2)",
-             .allowed = {"checkpoint", "recompute"}, .defaultValue = "checkpoint"},
-            {.flags = "--allow-no-match", .pointer = "/allow_no_match", .kind = Kind::Flag,
-             .help = "A selector matching nothing is a warning, not an error"},
+            {.key = "after", .flags = "--after", .kind = Kind::Selectors,
+             .help = "The blocks: nodes, calls of a local function, or scopes (each distinct prefix is one block); "
+                     "on the command line key=value,... (repeat for any-of)",
+             .schema = {{"$ref", "../rules.schema.json#/$defs/selectors"}}, .required = true},
+            {.key = "every", .flags = "--every", .kind = Kind::Integer,
+             .help = "Keep only the K-th, 2K-th, ... matched block of each graph",
+             .schema = {{"type", "integer"}, {"minimum", 1}}, .defaultValue = 1},
+            {.key = "mode", .flags = "--mode", .kind = Kind::String,
+             .help = "checkpoint: an Identity with __recompute_output_in_backward_pass = 1 after each block output; "
+                     "recompute: set it to 2 on the blocks' nodes",
+             .schema = {{"enum", {"checkpoint", "recompute"}}}, .defaultValue = "checkpoint"},
+            {.key = "allow_no_match", .flags = "--allow-no-match", .kind = Kind::Flag,
+             .help = "A selector matching nothing is a warning, not an error",
+             .schema = {{"type", "boolean"}}, .defaultValue = false},
         },
     .examples =
         {

@@ -10,16 +10,20 @@
 
 namespace graphrw::passes {
 
+inline constexpr const char* kCheckpointPass = "checkpoint";
+
 struct CheckpointOptions {
   enum class Mode { Checkpoint, Recompute };
-  SelectorSet after;         // the blocks (nodes, calls, scopes)
-  size_t every = 1;          // keep the K-th, 2K-th, ... block of each graph
-  Mode mode = Mode::Checkpoint;
-  bool allowNoMatch = false; // a selector matching nothing is a warning, not an error
+  SelectorSet after;  // the blocks (nodes, calls, scopes)
+  // The defaults are the pass's declared ones (checkpoint.cpp).
+  size_t every = optionDefaultAs<size_t>(kCheckpointPass, "every");  // keep the K-th, 2K-th, ... block of each graph
+  Mode mode = parseCheckpointMode(optionDefaultAs<std::string>(kCheckpointPass, "mode"));
+  bool allowNoMatch = optionDefaultAs<bool>(kCheckpointPass, "allow_no_match");
+
+  static Mode parseCheckpointMode(const std::string& text);
 };
 
 std::unique_ptr<Pass> createCheckpointPass(CheckpointOptions options);
 CheckpointOptions checkpointOptionsFromJson(const nlohmann::json& j, const RuleContext& rules, const std::string& pointer);
-CheckpointOptions::Mode parseCheckpointMode(const std::string& text);
 
 }  // namespace graphrw::passes

@@ -339,7 +339,7 @@ class ExpandRun {
 class ExpandPass final : public Pass {
  public:
   explicit ExpandPass(ExpandOptions options) : options_(std::move(options)) {}
-  std::string name() const override { return "expand"; }
+  std::string name() const override { return kExpandPass; }
   void run(Model& model, PassContext& context) const override {
     ExpandRun(options_, model, context.rewriter).run(model, context);
   }
@@ -350,7 +350,8 @@ class ExpandPass final : public Pass {
 
 }  // namespace
 
-ExpandOptions expandOptionsFromJson(const nlohmann::json& j, const RuleContext& rules, const std::string& pointer) {
+ExpandOptions expandOptionsFromJson(const nlohmann::json& given, const RuleContext& rules, const std::string& pointer) {
+  const nlohmann::json j = withDefaults(kExpandPass, given);
   ExpandOptions o;
   auto at = [&](const std::string& p) { return rules.at(p); };
   if (j.contains("select")) o.select = SelectorSet::fromJson(j["select"], at, pointer + "/select");
@@ -376,9 +377,9 @@ ExpandOptions expandOptionsFromJson(const nlohmann::json& j, const RuleContext& 
     if (auto near = didYouMean(op, bodied)) msg += " (did you mean '" + *near + "'?)";
     usageError(msg);
   }
-  o.convertOpset = j.value("convert_opset", false);
-  o.allowNoMatch = j.value("allow_no_match", false);
-  o.maxNodes = j.value("max_nodes", o.maxNodes);
+  o.convertOpset = j.at("convert_opset").get<bool>();
+  o.allowNoMatch = j.at("allow_no_match").get<bool>();
+  o.maxNodes = j.at("max_nodes").get<uint64_t>();
   return o;
 }
 
@@ -395,25 +396,32 @@ nlohmann::json schemaOpsJson(const std::vector<std::string>& values) {
 }
 
 const RegisterPass registration{PassSpec{
-    .name = "expand",
+    .name = kExpandPass,
     .summary = "Inline model-local functions, ai.graphcore::Call callees and, with --schema-ops, function-bodied standard ops",
-    .schema = "passes/expand.schema.json",
     .outputTag = "expanded",
     .options =
         {
-            {.flags = "--select", .pointer = "/select", .kind = Kind::Selectors,
-             .help = "Only calls matching this selector (key=value,...; repeat for any-of)"},
-            {.flags = "--exclude", .pointer = "/exclude", .kind = Kind::Selectors,
-             .help = "Never inline nodes matching this selector (repeatable)"},
-            {.flags = "--schema-ops", .pointer = "/schema_ops", .kind = Kind::List,
-             .help = "Also expand standard ops with a schema function body: all, or OP[,OP...]",
+            {.key = "select", .flags = "--select", .kind = Kind::Selectors,
+             .help = "Only calls matching this selector (absent: every call); key=value,... (repeat for any-of)",
+             .schema = {{"$ref", "../rules.schema.json#/$defs/selectors"}}},
+            {.key = "exclude", .flags = "--exclude", .kind = Kind::Selectors,
+             .help = "Never inline nodes matching this selector (calls and schema ops; repeatable)",
+             .schema = {{"$ref", "../rules.schema.json#/$defs/selectors"}}},
+            {.key = "schema_ops", .flags = "--schema-ops", .kind = Kind::List,
+             .help = "Also expand standard ops with a schema function body: all, or a list of op types",
+             .schema = {{"oneOf",
+                         {{{"const", "all"}},
+                          {{"type", "array"}, {"items", {{"type", "string"}, {"minLength", 1}}}, {"minItems", 1}}}}},
              .convert = schemaOpsJson},
-            {.flags = "--convert-opset", .pointer = "/convert_opset", .kind = Kind::Flag,
-             .help = "Convert bodies whose ai.onnx version differs with ONNX's version converter"},
-            {.flags = "--allow-no-match", .pointer = "/allow_no_match", .kind = Kind::Flag,
-             .help = "A selector matching nothing is a warning, not an error"},
-            {.flags = "--max-nodes", .pointer = "/max_nodes", .kind = Kind::Integer,
-             .help = "Refuse an expansion that would create more nodes than this", .defaultValue = "10000000"},
+            {.key = "convert_opset", .flags = "--convert-opset", .kind = Kind::Flag,
+             .help = "Convert bodies whose ai.onnx version differs with ONNX's version converter",
+             .schema = {{"type", "boolean"}}, .defaultValue = false},
+            {.key = "allow_no_match", .flags = "--allow-no-match", .kind = Kind::Flag,
+             .help = "A selector matching nothing is a warning, not an error",
+             .schema = {{"type", "boolean"}}, .defaultValue = false},
+            {.key = "max_nodes", .flags = "--max-nodes", .kind = Kind::Integer,
+             .help = "Refuse an expansion that would create more nodes than this",
+             .schema = {{"type", "integer"}, {"minimum", 1}}, .defaultValue = 10'000'000},
         },
     .examples =
         {

@@ -106,7 +106,7 @@ class FoldRun {
 class FoldPass final : public Pass {
  public:
   explicit FoldPass(FoldOptions options) : options_(options) {}
-  std::string name() const override { return "fold"; }
+  std::string name() const override { return kFoldPass; }
   void run(Model& model, PassContext& context) const override { FoldRun(options_, model, context.rewriter).run(context); }
 
  private:
@@ -116,30 +116,30 @@ class FoldPass final : public Pass {
 using Kind = OptionSpec::Kind;
 
 const RegisterPass registration{PassSpec{
-    .name = "fold",
+    .name = kFoldPass,
     .summary = "Evaluate nodes whose inputs are all constant (and Shape of static tensors) into initializers",
-    .schema = "passes/fold.schema.json",
+    .description = "Constant folding: nodes whose inputs are all constant (initializers, Constant nodes, and Shape / Size "
+                   "of tensors whose shape is static) become initializers, for the ops shape computations use and weight "
+                   "layout changes. Function bodies are left alone.",
     .outputTag = "folded",
     .options =
         {
-            {.flags = "--max-bytes", .pointer = "/max_bytes", .kind = Kind::Integer,
-             .help = "Leave results (and initializer inputs) over this many bytes alone", .defaultValue = "1048576"},
-            {.flags = "--no-shapes", .pointer = "/shapes", .kind = Kind::NoFlag,
-             .help = "Do not fold Shape / Size of tensors whose shape is static"},
+            {.key = "max_bytes", .flags = "--max-bytes", .kind = Kind::Integer,
+             .help = "Leave results (and initializer inputs) over this many bytes alone; large weights are never read",
+             .schema = {{"type", "integer"}, {"minimum", 0}}, .defaultValue = kDefaultFoldMaxBytes},
+            {.key = "shapes", .flags = "--no-shapes", .kind = Kind::NoFlag,
+             .help = "Fold Shape / Size of tensors whose shape is static (--no-shapes: do not)",
+             .schema = {{"type", "boolean"}}, .defaultValue = true},
         },
     .examples =
         {
             "graphrw fold model.onnx",
             "graphrw set-shapes model.onnx --input input_ids=1,128 -o - | graphrw fold - -o static.onnx",
         },
-    .create = [](const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
+    .create = [](const nlohmann::json& entry, const RuleContext&, const std::string&) {
       FoldOptions o;
-      if (entry.contains("max_bytes")) {
-        int64_t b = entry["max_bytes"].get<int64_t>();
-        if (b < 0) usageError(where.at(pointer + "/max_bytes") + ": max_bytes must not be negative");
-        o.maxBytes = static_cast<uint64_t>(b);
-      }
-      o.shapes = entry.value("shapes", true);
+      o.maxBytes = entry.at("max_bytes").get<uint64_t>();
+      o.shapes = entry.at("shapes").get<bool>();
       return createFoldPass(o);
     },
 }};

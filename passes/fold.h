@@ -10,9 +10,14 @@
 
 namespace graphrw::passes {
 
+inline constexpr const char* kFoldPass = "fold";
+// fold's max_bytes and legalize's fold_max_bytes default.
+inline constexpr uint64_t kDefaultFoldMaxBytes = uint64_t{1} << 20;
+
+// The defaults are the pass's declared ones (fold.cpp).
 struct FoldOptions {
-  uint64_t maxBytes = 1 << 20;  // results (and initializer inputs) over this are left alone
-  bool shapes = true;           // fold Shape / Size of tensors whose shape is static
+  uint64_t maxBytes = optionDefaultAs<uint64_t>(kFoldPass, "max_bytes");  // results (and initializer inputs) over this are left alone
+  bool shapes = optionDefaultAs<bool>(kFoldPass, "shapes");               // fold Shape / Size of tensors whose shape is static
 };
 
 std::unique_ptr<Pass> createFoldPass(FoldOptions options);

@@ -87,8 +87,10 @@ class LegalizePass final : public Pass {
     replace_.quietNoMatch = true;  // the target's replacements apply to whatever a model has
   }
 
-  std::string name() const override { return "legalize"; }
+  std::string name() const override { return kLegalizePass; }
 
+  // Long: legalize's steps in their order (inline, shapes, fold, patterns, replace, opset, fold,
+  // check), each a few lines that hand the next one the model.
   void run(Model& model, PassContext& context) const override {
     Rewriter& rw = context.rewriter;
     const TargetData& data = targetData(options_.target);
@@ -180,23 +182,33 @@ class LegalizePass final : public Pass {
 };
 
 const RegisterPass registration{PassSpec{
-    .name = "legalize",
+    .name = kLegalizePass,
     .summary = "Make a model what a target imports (popart: functions inlined, static shapes, opset 11, IR 6, PopART ops)",
-    .schema = "passes/legalize.schema.json",
+    .description = "One step from an export to a model the target imports. popart: inline local functions, fix input "
+                   "shapes, fold shape computations, replace ops PopART lacks (schemas/targets/popart.json), convert to "
+                   "ai.onnx opset 11 and IR version 6, fold again; refuses (exit 5) while any `validate --target popart` "
+                   "finding remains.",
     .outputTag = "popart",
     .options =
         {
-            {.flags = "--target", .pointer = "/target", .kind = Kind::String, .help = "The runtime to legalize for",
-             .allowed = {"popart"}, .defaultValue = "popart"},
-            {.flags = "--input", .pointer = "/inputs", .kind = Kind::Pairs,
-             .help = "An input's whole shape: NAME=D,D,... (repeatable)", .convert = inputShapesFromFlags},
-            {.flags = "--dim", .pointer = "/dims", .kind = Kind::JsonPairs,
-             .help = "A symbolic dimension's value in every input: NAME=N (repeatable)"},
-            {.flags = "--gelu", .pointer = "/gelu", .kind = Kind::String,
-             .help = "The erf-GELU chain as ai.graphcore::GeluErf (erf, exact) or ai.graphcore::Gelu (tanh, approximate)",
-             .allowed = {"erf", "tanh"}, .defaultValue = "erf"},
-            {.flags = "--fold-max-bytes", .pointer = "/fold_max_bytes", .kind = Kind::Integer,
-             .help = "Leave folded results over this many bytes alone", .defaultValue = "1048576"},
+            {.key = "target", .flags = "--target", .kind = Kind::String, .help = "The runtime to legalize for",
+             .schema = {{"enum", nlohmann::json::array({"popart"})}}, .defaultValue = "popart"},
+            {.key = "inputs", .flags = "--input", .kind = Kind::Pairs,
+             .help = "An input's whole shape (as set-shapes), needed when an input has a dynamic dimension: "
+                     "NAME=D,D,... (repeatable)",
+             .schema = {{"type", "object"},
+                        {"additionalProperties", {{"type", "array"}, {"items", {{"type", "integer"}, {"minimum", 1}}}}}},
+             .convert = inputShapesFromFlags},
+            {.key = "dims", .flags = "--dim", .kind = Kind::JsonPairs,
+             .help = "A symbolic dimension's value in every graph input that has it (as set-shapes): NAME=N (repeatable)",
+             .schema = {{"type", "object"}, {"additionalProperties", {{"type", "integer"}, {"minimum", 1}}}}},
+            {.key = "gelu", .flags = "--gelu", .kind = Kind::String,
+             .help = "The erf-GELU chain PyTorch writes as ai.graphcore::GeluErf (erf: exact) or ai.graphcore::Gelu "
+                     "(tanh: the tanh approximation)",
+             .schema = {{"enum", {"erf", "tanh"}}}, .defaultValue = "erf"},
+            {.key = "fold_max_bytes", .flags = "--fold-max-bytes", .kind = Kind::Integer,
+             .help = "Leave folded results over this many bytes alone",
+             .schema = {{"type", "integer"}, {"minimum", 0}}, .defaultValue = kDefaultFoldMaxBytes},
         },
     .examples =
         {
@@ -205,13 +217,13 @@ const RegisterPass registration{PassSpec{
         },
     .create = [](const nlohmann::json& entry, const RuleContext&, const std::string&) {
       LegalizeOptions o;
-      o.target = entry.value("target", "popart");
+      o.target = entry.at("target").get<std::string>();
       if (entry.contains("inputs"))
         for (const auto& [name, dims] : entry["inputs"].items()) o.inputs[name] = dims.get<std::vector<int64_t>>();
       if (entry.contains("dims"))
         for (const auto& [name, value] : entry["dims"].items()) o.dims[name] = value.get<int64_t>();
-      if (entry.contains("fold_max_bytes")) o.foldMaxBytes = entry["fold_max_bytes"].get<uint64_t>();
-      o.gelu = entry.value("gelu", "erf");
+      o.foldMaxBytes = entry.at("fold_max_bytes").get<uint64_t>();
+      o.gelu = entry.at("gelu").get<std::string>();
       return createLegalizePass(std::move(o));
     },
 }};

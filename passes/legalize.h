@@ -16,12 +16,16 @@
 
 namespace graphrw::passes {
 
+inline constexpr const char* kLegalizePass = "legalize";
+
+// The defaults are the pass's declared ones (legalize.cpp).
 struct LegalizeOptions {
-  std::string target = "popart";
+  std::string target = optionDefaultAs<std::string>(kLegalizePass, "target");
   std::map<std::string, std::vector<int64_t>> inputs;  // input name -> its whole shape
   std::map<std::string, int64_t> dims;                 // symbolic dimension -> value
-  uint64_t foldMaxBytes = 1 << 20;
-  std::string gelu = "erf";  // the erf-GELU chain as ai.graphcore::GeluErf (exact), or "tanh": ai.graphcore::Gelu
+  uint64_t foldMaxBytes = optionDefaultAs<uint64_t>(kLegalizePass, "fold_max_bytes");
+  // The erf-GELU chain as ai.graphcore::GeluErf (erf, exact), or ai.graphcore::Gelu (tanh).
+  std::string gelu = optionDefaultAs<std::string>(kLegalizePass, "gelu");
 };
 
 std::unique_ptr<Pass> createLegalizePass(LegalizeOptions options);

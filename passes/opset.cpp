@@ -223,6 +223,8 @@ class OpsetRun {
 
   // One step by ONNX's converter on a model holding only this node (and its
   // small constant inputs). The nodes it gives continue at `to`.
+  // Long: the one-node model built, ONNX's converter run on it, and its nodes and constants
+  // taken back into the graph: one exchange with the converter.
   bool viaOnnx(Node* n, int64_t from, int64_t to, std::deque<std::pair<Node*, int64_t>>& work) {
     if (!n->subgraphs().empty()) {
       refuse(*n, "no adapter from " + n->opType() + "-" + std::to_string(from) + " to opset " + std::to_string(to));
@@ -374,7 +376,7 @@ class OpsetRun {
 class OpsetPass final : public Pass {
  public:
   explicit OpsetPass(OpsetOptions options) : options_(options) {}
-  std::string name() const override { return "opset"; }
+  std::string name() const override { return kOpsetPass; }
   void run(Model& model, PassContext& context) const override {
     OpsetRun(options_, model, context.rewriter).run(context);
   }
@@ -386,16 +388,21 @@ class OpsetPass final : public Pass {
 using Kind = OptionSpec::Kind;
 
 const RegisterPass registration{PassSpec{
-    .name = "opset",
+    .name = kOpsetPass,
     .summary = "Convert ai.onnx ops to another opset version (down to 7, up to the newest ONNX knows) and set the IR version",
-    .schema = "passes/opset.schema.json",
+    .description = "Convert the model's ai.onnx ops (main graph, subgraphs, and functions importing ai.onnx) to another "
+                   "opset version, and/or set the IR version. A node with no form at the target is an error listing "
+                   "every such node; nothing is written.",
     .outputTag = "opset",
     .options =
         {
-            {.flags = "--to", .pointer = "/to", .kind = Kind::Integer,
-             .help = "The ai.onnx opset version to convert to"},
-            {.flags = "--ir-version", .pointer = "/ir_version", .kind = Kind::Integer,
-             .help = "The IR version to write (refused when the model uses what it lacks)"},
+            {.key = "to", .flags = "--to", .kind = Kind::Integer,
+             .help = "The ai.onnx opset version to convert to (7 up to the newest the ONNX library knows)",
+             .schema = {{"type", "integer"}, {"minimum", 7}}},
+            {.key = "ir_version", .flags = "--ir-version", .kind = Kind::Integer,
+             .help = "The IR version to write; refused when the model uses something it lacks (local functions need "
+                     "8, ai.onnx N needs ONNX's version-table IR)",
+             .schema = {{"type", "integer"}, {"minimum", 3}}},
         },
     .examples =
         {

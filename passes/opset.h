@@ -11,6 +11,8 @@
 
 namespace graphrw::passes {
 
+inline constexpr const char* kOpsetPass = "opset";
+
 struct OpsetOptions {
   std::optional<int64_t> to;         // the ai.onnx version wanted
   std::optional<int64_t> irVersion;  // the IR version wanted

@@ -342,28 +342,39 @@ class OutlineRun {
       p.set_name(nodeName);
       nodes.push_back(std::move(p));
     }
-    if (options_.mode == OutlineOptions::Mode::Call) {
-      onnx::GraphProto& g = group.body;
-      g.set_name(group.callee);
-      // The body declares what is true at every call site.
-      auto common = [&](bool input, size_t k) {
-        std::vector<const Value*> values;
-        for (size_t i : group.blocks) values.push_back(input ? work_[i].block.inputs[k] : work_[i].block.outputs[k]);
-        return outline_sharing::commonType(values);
-      };
-      for (size_t i = 0; i < b.inputs.size(); ++i) {
-        auto* vi = g.add_input();
-        vi->set_name(inNames[i]);
-        if (auto t = common(true, i)) *vi->mutable_type() = *t;
-      }
-      for (auto& n : nodes) *g.add_node() = std::move(n);
-      for (size_t j = 0; j < b.outputs.size(); ++j) {
-        auto* vi = g.add_output();
-        vi->set_name(outNames[j]);
-        if (auto t = common(false, j)) *vi->mutable_type() = *t;
-      }
-      return;
+    if (options_.mode == OutlineOptions::Mode::Call)
+      writeCallBody(group, inNames, outNames, std::move(nodes));
+    else
+      addFunction(group, *w.graph, inNames, outNames, std::move(nodes));
+  }
+
+  // Call mode: the group's callee, declaring what is true at every call site.
+  void writeCallBody(Group& group, const std::vector<std::string>& inNames, const std::vector<std::string>& outNames,
+                     std::vector<onnx::NodeProto> nodes) {
+    const Block& b = work_[group.blocks.front()].block;
+    onnx::GraphProto& g = group.body;
+    g.set_name(group.callee);
+    auto common = [&](bool input, size_t k) {
+      std::vector<const Value*> values;
+      for (size_t i : group.blocks) values.push_back(input ? work_[i].block.inputs[k] : work_[i].block.outputs[k]);
+      return outline_sharing::commonType(values);
+    };
+    for (size_t i = 0; i < b.inputs.size(); ++i) {
+      auto* vi = g.add_input();
+      vi->set_name(inNames[i]);
+      if (auto t = common(true, i)) *vi->mutable_type() = *t;
     }
+    for (auto& n : nodes) *g.add_node() = std::move(n);
+    for (size_t j = 0; j < b.outputs.size(); ++j) {
+      auto* vi = g.add_output();
+      vi->set_name(outNames[j]);
+      if (auto t = common(false, j)) *vi->mutable_type() = *t;
+    }
+  }
+
+  // Function mode: a model-local function in the options' domain, importing what its nodes use.
+  void addFunction(const Group& group, const Graph& graph, const std::vector<std::string>& inNames,
+                   const std::vector<std::string>& outNames, std::vector<onnx::NodeProto> nodes) {
     onnx::FunctionProto fp;
     fp.set_name(group.callee);
     fp.set_domain(options_.domain);
@@ -374,7 +385,7 @@ class OutlineRun {
       domains.insert(n.domain());
       *fp.add_node() = std::move(n);
     }
-    auto scope = scopeOpsets(*model_, *w.graph);
+    auto scope = scopeOpsets(*model_, graph);
     for (const auto& d : domains)
       if (auto it = scope.find(d); it != scope.end()) {
         auto* op = fp.add_opset_import();
@@ -437,7 +448,7 @@ class OutlineRun {
 class OutlinePass final : public Pass {
  public:
   explicit OutlinePass(OutlineOptions options) : options_(std::move(options)) {}
-  std::string name() const override { return "outline"; }
+  std::string name() const override { return kOutlinePass; }
   void run(Model& model, PassContext& context) const override {
     OutlineRun(options_, model, context.rewriter).run(model, context);
   }

@@ -14,17 +14,21 @@
 
 namespace graphrw::passes {
 
+inline constexpr const char* kOutlinePass = "outline";
+
+// The defaults are the pass's declared ones (outline_options.cpp).
 struct OutlineOptions {
   enum class Mode { Call, Attributes, Function };
   SelectorSet select;
-  Mode mode = Mode::Call;
+  Mode mode = parseMode(optionDefaultAs<std::string>(kOutlinePass, "mode"));
   std::vector<std::pair<std::string, std::string>> keys;  // attributes mode: the __outline pairs
-  std::string domain = "graphrw.outlined";                // function mode: the functions' domain
-  bool allowNoMatch = false;
+  std::string domain = optionDefaultAs<std::string>(kOutlinePass, "domain");  // function mode: the functions' domain
+  bool allowNoMatch = optionDefaultAs<bool>(kOutlinePass, "allow_no_match");
+
+  static Mode parseMode(const std::string& text);
 };
 
 std::unique_ptr<Pass> createOutlinePass(OutlineOptions options);
 OutlineOptions outlineOptionsFromJson(const nlohmann::json& j, const RuleContext& rules, const std::string& pointer);
-OutlineOptions::Mode parseOutlineMode(const std::string& text);
 
 }  // namespace graphrw::passes

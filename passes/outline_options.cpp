@@ -5,22 +5,23 @@
 
 namespace graphrw::passes {
 
-OutlineOptions::Mode parseOutlineMode(const std::string& text) {
+OutlineOptions::Mode OutlineOptions::parseMode(const std::string& text) {
   if (text == "call") return OutlineOptions::Mode::Call;
   if (text == "attributes") return OutlineOptions::Mode::Attributes;
   if (text == "function") return OutlineOptions::Mode::Function;
   usageError("outline mode must be 'call', 'attributes' or 'function', not '" + text + "'");
 }
 
-OutlineOptions outlineOptionsFromJson(const nlohmann::json& j, const RuleContext& rules, const std::string& pointer) {
+OutlineOptions outlineOptionsFromJson(const nlohmann::json& given, const RuleContext& rules, const std::string& pointer) {
+  const nlohmann::json j = withDefaults(kOutlinePass, given);
   OutlineOptions o;
   auto at = [&](const std::string& p) { return rules.at(p); };
-  o.select = SelectorSet::fromJson(j["select"], at, pointer + "/select");
-  o.mode = parseOutlineMode(j.value("mode", std::string("call")));
+  o.select = SelectorSet::fromJson(j.at("select"), at, pointer + "/select");
+  o.mode = OutlineOptions::parseMode(j.at("mode").get<std::string>());
   if (j.contains("keys"))
     for (const auto& [k, v] : j["keys"].items()) o.keys.emplace_back(k, v.get<std::string>());
-  o.domain = j.value("domain", o.domain);
-  o.allowNoMatch = j.value("allow_no_match", false);
+  o.domain = j.at("domain").get<std::string>();
+  o.allowNoMatch = j.at("allow_no_match").get<bool>();
   if (o.mode == OutlineOptions::Mode::Attributes && o.keys.empty())
     usageError(rules.at(pointer) + ": mode 'attributes' needs keys");
   if (o.mode != OutlineOptions::Mode::Attributes && !o.keys.empty())
@@ -33,24 +34,28 @@ namespace {
 using Kind = OptionSpec::Kind;
 
 const RegisterPass registration{PassSpec{
-    .name = "outline",
+    .name = kOutlinePass,
     .summary = "Turn repeated blocks into shared ai.graphcore::Call bodies, local functions or __outline keys",
-    .schema = "passes/outline.schema.json",
     .outputTag = "outlined",
     .options =
         {
-            {.flags = "--select", .pointer = "/select", .kind = Kind::Selectors,
-             .help = "Blocks: a selector (key=value,...; repeat for any-of); scope= groups nodes by prefix",
-             .required = true},
-            {.flags = "--mode", .pointer = "/mode", .kind = Kind::String,
-             .help = "call (ai.graphcore::Call), function (local functions) or attributes (__outline keys)",
-             .allowed = {"call", "function", "attributes"}, .defaultValue = "call"},
-            {.flags = "--key", .pointer = "/keys", .kind = Kind::Pairs,
-             .help = "K=V: an __outline key/value pair (mode attributes; repeatable)"},
-            {.flags = "--domain", .pointer = "/domain", .kind = Kind::String,
-             .help = "Mode function: the new functions' domain", .defaultValue = "graphrw.outlined"},
-            {.flags = "--allow-no-match", .pointer = "/allow_no_match", .kind = Kind::Flag,
-             .help = "A selector matching nothing is a warning, not an error"},
+            {.key = "select", .flags = "--select", .kind = Kind::Selectors,
+             .help = "The blocks: nodes, calls of a local function, or scopes (each distinct prefix is one block); "
+                     "key=value,... (repeat for any-of)",
+             .schema = {{"$ref", "../rules.schema.json#/$defs/selectors"}}, .required = true},
+            {.key = "mode", .flags = "--mode", .kind = Kind::String,
+             .help = "call: ai.graphcore::Call nodes; function: model-local functions; attributes: __outline keys on "
+                     "the blocks' nodes",
+             .schema = {{"enum", {"call", "function", "attributes"}}}, .defaultValue = "call"},
+            {.key = "keys", .flags = "--key", .kind = Kind::Pairs,
+             .help = "Mode attributes: the __outline key/value pairs, K=V (repeatable)",
+             .schema = {{"type", "object"}, {"minProperties", 1}, {"additionalProperties", {{"type", "string"}}}}},
+            {.key = "domain", .flags = "--domain", .kind = Kind::String,
+             .help = "Mode function: the domain of the new functions",
+             .schema = {{"type", "string"}, {"minLength", 1}}, .defaultValue = "graphrw.outlined"},
+            {.key = "allow_no_match", .flags = "--allow-no-match", .kind = Kind::Flag,
+             .help = "A selector matching nothing is a warning, not an error",
+             .schema = {{"type", "boolean"}}, .defaultValue = false},
         },
     .examples =
         {

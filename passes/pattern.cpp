@@ -27,7 +27,7 @@ class PatternPass final : public Pass {
     registerGraphcoreOps();
     for (const auto& r : options_.rules) patterns_.emplace_back(r.match, r.replace, r.where, r.constraints);
   }
-  std::string name() const override { return "pattern"; }
+  std::string name() const override { return kPatternPass; }
 
   void run(Model& model, PassContext& context) const override {
     Rewriter& rw = context.rewriter;
@@ -100,8 +100,8 @@ PatternRule ruleFromJson(const nlohmann::json& r, const std::string& where) {
 PatternOptions optionsFromJson(const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
   registerGraphcoreOps();  // replacements may use ai.graphcore ops, whose attribute types `@` references need
   PatternOptions o;
-  o.allowNoMatch = entry.value("allow_no_match", false);
-  o.fold = entry.value("fold", true);
+  o.allowNoMatch = entry.at("allow_no_match").get<bool>();
+  o.fold = entry.at("fold").get<bool>();
   if (entry.contains("rules")) {
     for (size_t i = 0; i < entry["rules"].size(); ++i)
       o.rules.push_back(ruleFromJson(entry["rules"][i], where.at(pointer + "/rules/" + std::to_string(i))));
@@ -135,21 +135,84 @@ PatternOptions optionsFromJson(const nlohmann::json& entry, const RuleContext& w
   return o;
 }
 
+// One rule of "rules" (and of a rules_file): the JSON Schema of its fields.
+const nlohmann::json kRuleSchema = nlohmann::json::parse(R"json({
+  "type": "object",
+  "properties": {
+    "match": {
+      "type": "string",
+      "minLength": 1,
+      "description": "The match graph: an ONNX function (textual syntax)."
+    },
+    "replace": {
+      "type": "string",
+      "minLength": 1,
+      "description": "The replacement: an ONNX function with as many inputs and outputs."
+    },
+    "weights": {
+      "type": "array",
+      "items": {
+        "type": "string"
+      },
+      "description": "Match inputs that must be initializers."
+    },
+    "constants": {
+      "type": "array",
+      "items": {
+        "type": "string"
+      },
+      "description": "Match inputs that must be constants (initializers or Constant outputs)."
+    },
+    "opsets": {
+      "type": "array",
+      "items": {
+        "type": "integer",
+        "minimum": 1
+      },
+      "minItems": 2,
+      "maxItems": 2,
+      "description": "[MIN, MAX]: the graphs' ai.onnx versions the rule applies to (default: all)."
+    },
+    "commutative": {
+      "type": "boolean",
+      "description": "Add and Mul match with their inputs in either order (default true)."
+    },
+    "description": {
+      "type": "string"
+    }
+  },
+  "required": [
+    "match",
+    "replace"
+  ],
+  "additionalProperties": false
+})json");
+
 const RegisterPass registration{PassSpec{
-    .name = "pattern",
+    .name = kPatternPass,
     .summary = "Declarative multi-node rewrites: match graphs and replacements in ONNX's textual syntax",
-    .schema = "passes/pattern.schema.json",
+    .description = "Declarative multi-node rewrites: each rule a match graph and a replacement in ONNX's textual "
+                   "function syntax, with constraints; non-overlapping matches in graph order; replacement ops on "
+                   "weights folded into initializers.",
     .outputTag = "patterned",
     .options =
         {
-            {.flags = "--rules", .pointer = "/rules_file", .kind = Kind::String,
-             .help = "A JSON file {\"rules\": [{\"match\": TEXT, \"replace\": TEXT, \"weights\": [...]}, ...]}",
-             .required = true},
-            {.flags = "--allow-no-match", .pointer = "/allow_no_match", .kind = Kind::Flag,
-             .help = "A rule matching nothing is a warning, not an error"},
-            {.flags = "--no-fold", .pointer = "/fold", .kind = Kind::NoFlag,
-             .help = "Do not fold replacement ops on weights into initializers"},
+            {.key = "rules", .help = "The rules, applied in order",
+             .schema = {{"type", "array"}, {"minItems", 1}, {"items", {{"$ref", "#/$defs/rule"}}}}},
+            {.key = "rules_file", .flags = "--rules", .kind = Kind::String,
+             .help = "A JSON file holding {\"rules\": [{\"match\": TEXT, \"replace\": TEXT, ...}, ...]}, or a rule file "
+                     "with pattern passes (the library in examples/patterns/), relative to the rule file",
+             .schema = {{"type", "string"}, {"minLength", 1}}},
+            {.key = "allow_no_match", .flags = "--allow-no-match", .kind = Kind::Flag,
+             .help = "A rule matching nothing is a warning, not an error",
+             .schema = {{"type", "boolean"}}, .defaultValue = false},
+            {.key = "fold", .flags = "--no-fold", .kind = Kind::NoFlag,
+             .help = "Fold replacement ops that compute only from weights and constants into initializers "
+                     "(--no-fold: keep them as ops)",
+             .schema = {{"type", "boolean"}}, .defaultValue = true},
         },
+    .defs = {{"rule", kRuleSchema}},
+    .constraints = {{"oneOf", {{{"required", {"rules"}}}, {{"required", {"rules_file"}}}}}},
     .examples =
         {
             "graphrw pattern model.onnx --rules gelu.json",

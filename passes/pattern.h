@@ -24,10 +24,13 @@ struct PatternRule {
   int64_t minOpset = 0, maxOpset = INT64_MAX;  // the graphs' ai.onnx versions the rule applies to
 };
 
+inline constexpr const char* kPatternPass = "pattern";
+
+// The defaults are the pass's declared ones (pattern.cpp).
 struct PatternOptions {
   std::vector<PatternRule> rules;
-  bool allowNoMatch = false;  // a rule matching nothing is a warning, not an error
-  bool fold = true;           // fold replacement ops on weights into initializers
+  bool allowNoMatch = optionDefaultAs<bool>(kPatternPass, "allow_no_match");  // a rule matching nothing is a warning
+  bool fold = optionDefaultAs<bool>(kPatternPass, "fold");  // fold replacement ops on weights into initializers
 };
 
 std::unique_ptr<Pass> createPatternPass(PatternOptions options);

@@ -219,7 +219,7 @@ class PlaceRun {
 class PlacePass final : public Pass {
  public:
   explicit PlacePass(PlaceOptions options) : options_(std::move(options)) {}
-  std::string name() const override { return "place"; }
+  std::string name() const override { return kPlacePass; }
   void run(Model& model, PassContext& context) const override { PlaceRun(options_, model, context.rewriter).run(context); }
 
  private:
@@ -258,22 +258,29 @@ nlohmann::json ipusFromFlags(const std::vector<std::string>& values) {
 }
 
 const RegisterPass registration{PassSpec{
-    .name = "place",
+    .name = kPlacePass,
     .summary = "Pipeline stages and IPUs by selectors; other nodes follow their data (__pipeline_stage, __ipu_number)",
-    .schema = "passes/place.schema.json",
+    .description = "Pipeline stages by selectors (the seed's pipeline_stages and pipeline_device_mapping): stage i "
+                   "holds the nodes its selectors match, every other node follows its data; writes __pipeline_stage "
+                   "and __ipu_number (INT) on every op, Calls' callees included.",
     .outputTag = "placed",
     .options =
         {
-            {.flags = "--stage", .pointer = "/stages", .kind = Kind::Selectors,
-             .help = "One stage, in order: a selector, or several separated by '|' (repeat per stage)",
+            {.key = "stages", .flags = "--stage", .kind = Kind::Selectors,
+             .help = "Stage i: a selector or a list of selectors (any of which may match); on the command line one "
+                     "--stage per stage, in order, alternatives separated by '|'",
+             .schema = {{"type", "array"}, {"minItems", 1}, {"items", {{"$ref", "../rules.schema.json#/$defs/selectors"}}}},
              .convert = stagesFromFlags},
-            {.flags = "--ipus", .pointer = "/ipus", .kind = Kind::List,
-             .help = "The IPU of each stage (default: stage i on IPU i); without --stage, one IPU for all",
+            {.key = "ipus", .flags = "--ipus", .kind = Kind::List,
+             .help = "The IPU of each stage (default: stage i on IPU i); without stages, one IPU for every op",
+             .schema = {{"type", "array"}, {"minItems", 1}, {"items", {{"type", "integer"}, {"minimum", 0}}}},
              .convert = ipusFromFlags},
-            {.flags = "--no-pipeline", .pointer = "/pipeline", .kind = Kind::NoFlag,
-             .help = "Write only __ipu_number (sharding), no __pipeline_stage"},
-            {.flags = "--allow-no-match", .pointer = "/allow_no_match", .kind = Kind::Flag,
-             .help = "A stage matching nothing is a warning, not an error"},
+            {.key = "pipeline", .flags = "--no-pipeline", .kind = Kind::NoFlag,
+             .help = "Write __pipeline_stage (--no-pipeline: only __ipu_number, for sharding)",
+             .schema = {{"type", "boolean"}}, .defaultValue = true},
+            {.key = "allow_no_match", .flags = "--allow-no-match", .kind = Kind::Flag,
+             .help = "A stage whose selectors match nothing is a warning, not an error",
+             .schema = {{"type", "boolean"}}, .defaultValue = false},
         },
     .examples =
         {
@@ -287,8 +294,8 @@ const RegisterPass registration{PassSpec{
         for (size_t i = 0; i < entry["stages"].size(); ++i)
           o.stages.push_back(SelectorSet::fromJson(entry["stages"][i], at, pointer + "/stages/" + std::to_string(i)));
       if (entry.contains("ipus")) o.ipus = entry["ipus"].get<std::vector<int64_t>>();
-      o.pipeline = entry.value("pipeline", true);
-      o.allowNoMatch = entry.value("allow_no_match", false);
+      o.pipeline = entry.at("pipeline").get<bool>();
+      o.allowNoMatch = entry.at("allow_no_match").get<bool>();
       if (o.stages.empty() && o.ipus.size() > 1)
         usageError(where.at(pointer + "/ipus") + ": without stages, give one IPU (every op goes there)");
       if (o.stages.empty() && o.ipus.empty())

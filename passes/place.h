@@ -17,11 +17,14 @@
 
 namespace graphrw::passes {
 
+inline constexpr const char* kPlacePass = "place";
+
+// The defaults are the pass's declared ones (place.cpp).
 struct PlaceOptions {
   std::vector<SelectorSet> stages;
   std::vector<int64_t> ipus;  // per stage (default: stage i on IPU i); without stages: one IPU for all
-  bool pipeline = true;       // false: only __ipu_number (sharding)
-  bool allowNoMatch = false;
+  bool pipeline = optionDefaultAs<bool>(kPlacePass, "pipeline");  // false: only __ipu_number (sharding)
+  bool allowNoMatch = optionDefaultAs<bool>(kPlacePass, "allow_no_match");
 };
 
 std::unique_ptr<Pass> createPlacePass(PlaceOptions options);

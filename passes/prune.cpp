@@ -27,7 +27,7 @@ std::vector<std::string> unusedImports(const std::map<std::string, int64_t>& imp
 class PrunePass final : public Pass {
  public:
   explicit PrunePass(PruneOptions options) : options_(options) {}
-  std::string name() const override { return "prune"; }
+  std::string name() const override { return kPrunePass; }
 
   void run(Model& model, PassContext& context) const override {
     Rewriter& rw = context.rewriter;
@@ -97,30 +97,36 @@ class PrunePass final : public Pass {
 
 PruneOptions pruneOptionsFromJson(const nlohmann::json& j) {
   PruneOptions o;
-  o.initializers = j.value("initializers", true);
-  o.functions = j.value("functions", true);
-  o.valueInfo = j.value("value_info", true);
-  o.opsetImports = j.value("opset_imports", true);
+  o.initializers = j.at("initializers").get<bool>();
+  o.functions = j.at("functions").get<bool>();
+  o.valueInfo = j.at("value_info").get<bool>();
+  o.opsetImports = j.at("opset_imports").get<bool>();
   return o;
 }
 
 using Kind = OptionSpec::Kind;
 
 const RegisterPass registration{PassSpec{
-    .name = "prune",
+    .name = kPrunePass,
     .summary = "Drop unused initializers, unreachable local functions, stray value_info and unused opset imports",
-    .schema = "passes/prune.schema.json",
+    .description = "Drop what nothing uses: initializers no node reads, local functions no call reaches, value_info "
+                   "of values nothing defines, imports of domains no node uses (ai.onnx stays).",
     .outputTag = "pruned",
     .options =
         {
-            {.flags = "--keep-initializers", .pointer = "/initializers", .kind = Kind::NoFlag,
-             .help = "Keep initializers no node reads"},
-            {.flags = "--keep-functions", .pointer = "/functions", .kind = Kind::NoFlag,
-             .help = "Keep local functions no call reaches"},
-            {.flags = "--keep-value-info", .pointer = "/value_info", .kind = Kind::NoFlag,
-             .help = "Keep value_info entries of values nothing defines"},
-            {.flags = "--keep-opset-imports", .pointer = "/opset_imports", .kind = Kind::NoFlag,
-             .help = "Keep imports of domains no node uses"},
+            {.key = "initializers", .flags = "--keep-initializers", .kind = Kind::NoFlag,
+             .help = "Remove initializers no node reads (--keep-initializers: keep them)",
+             .schema = {{"type", "boolean"}}, .defaultValue = true},
+            {.key = "functions", .flags = "--keep-functions", .kind = Kind::NoFlag,
+             .help = "Remove local functions no call from the main graph reaches (--keep-functions: keep them)",
+             .schema = {{"type", "boolean"}}, .defaultValue = true},
+            {.key = "value_info", .flags = "--keep-value-info", .kind = Kind::NoFlag,
+             .help = "Remove value_info entries of values nothing defines (--keep-value-info: keep them)",
+             .schema = {{"type", "boolean"}}, .defaultValue = true},
+            {.key = "opset_imports", .flags = "--keep-opset-imports", .kind = Kind::NoFlag,
+             .help = "Remove imports of domains no node uses, in the model and in each function "
+                     "(--keep-opset-imports: keep them)",
+             .schema = {{"type", "boolean"}}, .defaultValue = true},
         },
     .examples =
         {

@@ -9,11 +9,14 @@
 
 namespace graphrw::passes {
 
+inline constexpr const char* kPrunePass = "prune";
+
+// What goes; the defaults are the pass's declared ones (prune.cpp).
 struct PruneOptions {
-  bool initializers = true;
-  bool functions = true;
-  bool valueInfo = true;
-  bool opsetImports = true;
+  bool initializers = optionDefaultAs<bool>(kPrunePass, "initializers");
+  bool functions = optionDefaultAs<bool>(kPrunePass, "functions");
+  bool valueInfo = optionDefaultAs<bool>(kPrunePass, "value_info");
+  bool opsetImports = optionDefaultAs<bool>(kPrunePass, "opset_imports");
 };
 
 std::unique_ptr<Pass> createPrunePass(PruneOptions options);

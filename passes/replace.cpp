@@ -201,7 +201,7 @@ namespace {
 class ReplacePass final : public Pass {
  public:
   explicit ReplacePass(ReplaceOptions options) : options_(std::move(options)) { registerGraphcoreOps(); }
-  std::string name() const override { return "replace"; }
+  std::string name() const override { return kReplacePass; }
   void run(Model& model, PassContext& context) const override {
     replace_detail::ReplaceRun(options_, model, context.rewriter).run(model, context);
   }
@@ -221,13 +221,140 @@ namespace {
 
 using Kind = OptionSpec::Kind;
 
+// One replacement of the "replacements" list: the JSON Schema of its fields,
+// which the command line's --select, --with, ... set on the first one.
+const nlohmann::json kReplacementSchema = nlohmann::json::parse(R"json({
+  "type": "object",
+  "properties": {
+    "select": {
+      "$ref": "../rules.schema.json#/$defs/selectors",
+      "description": "The nodes to replace (ops, or calls of a local function)."
+    },
+    "with": {
+      "type": "string",
+      "pattern": "^(([A-Za-z0-9_.\\-]*)::)?[A-Za-z_][A-Za-z0-9_]*(:[0-9]+)?$",
+      "description": "[DOMAIN::]OP[:VERSION], e.g. ai.graphcore::Gelu or Identity."
+    },
+    "set": {
+      "type": "object",
+      "description": "Attributes to add or override; written with the type the target expects."
+    },
+    "drop": {
+      "type": "array",
+      "items": {
+        "type": "string",
+        "minLength": 1
+      },
+      "uniqueItems": true,
+      "description": "Attributes the target does not take that may be dropped although their values differ from the op's default (the maths may change)."
+    },
+    "rename": {
+      "type": "object",
+      "additionalProperties": {
+        "type": "string",
+        "minLength": 1
+      },
+      "description": "Old attribute name -> new name."
+    },
+    "inputs": {
+      "type": "array",
+      "description": "The target's inputs: the node's input index, null for a missing optional input, or a constant.",
+      "items": {
+        "oneOf": [
+          {
+            "type": "integer",
+            "minimum": 0
+          },
+          {
+            "type": "null"
+          },
+          {
+            "type": "object",
+            "properties": {
+              "constant": {
+                "description": "A number or a (nested) list of numbers."
+              },
+              "type": {
+                "enum": [
+                  "float",
+                  "double",
+                  "int64",
+                  "int32",
+                  "int8",
+                  "uint8",
+                  "bool"
+                ]
+              },
+              "dims": {
+                "type": "array",
+                "items": {
+                  "type": "integer",
+                  "minimum": 0
+                }
+              }
+            },
+            "required": [
+              "constant"
+            ],
+            "additionalProperties": false
+          }
+        ]
+      }
+    },
+    "outputs": {
+      "type": "array",
+      "items": {
+        "type": "integer",
+        "minimum": -1
+      },
+      "description": "New output i takes the node's output outputs[i]; -1: a new unused value."
+    },
+    "template": {
+      "type": "string",
+      "minLength": 1,
+      "description": "A function in ONNX's textual syntax; the node's inputs, outputs and attributes are its formal parameters."
+    },
+    "template_file": {
+      "type": "string",
+      "minLength": 1,
+      "description": "A file holding the template, relative to the rule file."
+    }
+  },
+  "required": [
+    "select"
+  ],
+  "oneOf": [
+    {
+      "required": [
+        "with"
+      ]
+    },
+    {
+      "required": [
+        "template"
+      ]
+    },
+    {
+      "required": [
+        "template_file"
+      ]
+    }
+  ],
+  "additionalProperties": false
+})json");
+
 const RegisterPass registration{PassSpec{
-    .name = "replace",
+    .name = kReplacePass,
     .summary = "Swap matched ops for another op or a template graph, carrying attributes and weights",
-    .schema = "passes/replace.schema.json",
+    .description = "Swap matched ops for another op, or for a template graph in ONNX's textual function syntax; "
+                   "weight transforms in templates are folded into new initializers.",
     .outputTag = "replaced",
     .options =
         {
+            {.key = "replacements",
+             .help = "Applied in order; each has a selector and either a target op (with) or a template",
+             .schema = {{"type", "array"}, {"minItems", 1}, {"items", {{"$ref", "#/$defs/replacement"}}}},
+             .required = true},
             {.flags = "--select", .pointer = "/replacements/0/select", .kind = Kind::Selectors,
              .help = "Nodes to replace: a selector (key=value,...; repeat for any-of)", .required = true},
             {.flags = "--with", .pointer = "/replacements/0/with", .kind = Kind::String,
@@ -248,13 +375,17 @@ const RegisterPass registration{PassSpec{
              .needs = {"--with"}},
             {.flags = "--outputs", .pointer = "/replacements/0/outputs", .kind = Kind::Json,
              .help = "JSON list: the node's output index per target output (-1: new, unused)", .needs = {"--with"}},
-            {.flags = "--allow-unknown-op", .pointer = "/allow_unknown_op", .kind = Kind::Flag,
-             .help = "Write a target op no schema knows"},
-            {.flags = "--allow-no-match", .pointer = "/allow_no_match", .kind = Kind::Flag,
-             .help = "A selector matching nothing is a warning, not an error"},
-            {.flags = "--no-fold", .pointer = "/fold", .kind = Kind::NoFlag,
-             .help = "Keep template ops on weights instead of folding them into initializers"},
+            {.key = "allow_unknown_op", .flags = "--allow-unknown-op", .kind = Kind::Flag,
+             .help = "Write a target op that no schema, ai.graphcore data or local function knows",
+             .schema = {{"type", "boolean"}}, .defaultValue = false},
+            {.key = "allow_no_match", .flags = "--allow-no-match", .kind = Kind::Flag,
+             .help = "A selector matching nothing is a warning, not an error",
+             .schema = {{"type", "boolean"}}, .defaultValue = false},
+            {.key = "fold", .flags = "--no-fold", .kind = Kind::NoFlag,
+             .help = "Fold template ops that compute only from initializers and constants (--no-fold: keep them as ops)",
+             .schema = {{"type", "boolean"}}, .defaultValue = true},
         },
+    .defs = {{"replacement", kReplacementSchema}},
     .examples =
         {
             "graphrw replace model.onnx --select op_type=Gelu --with ai.graphcore::Gelu",

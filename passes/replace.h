@@ -43,12 +43,15 @@ struct Replacement {
   bool isTemplate() const { return templ.has_value(); }
 };
 
+inline constexpr const char* kReplacePass = "replace";
+
+// The defaults are the pass's declared ones (replace.cpp).
 struct ReplaceOptions {
   std::vector<Replacement> replacements;  // applied in order
-  bool allowUnknownOp = false;  // a target op no schema knows is written as given
-  bool allowNoMatch = false;    // a selector matching nothing is a warning, not an error
-  bool quietNoMatch = false;    // with allowNoMatch: not even a warning (replacements run as part of another pass)
-  bool fold = true;             // fold template ops that compute only from initializers and constants
+  bool allowUnknownOp = optionDefaultAs<bool>(kReplacePass, "allow_unknown_op");  // write a target op no schema knows
+  bool allowNoMatch = optionDefaultAs<bool>(kReplacePass, "allow_no_match");  // a selector matching nothing: a warning
+  bool quietNoMatch = false;  // with allowNoMatch: not even a warning (replacements run as part of another pass)
+  bool fold = optionDefaultAs<bool>(kReplacePass, "fold");  // fold template ops computing only from initializers and constants
 };
 
 std::unique_ptr<Pass> createReplacePass(ReplaceOptions options);

@@ -52,8 +52,6 @@ class ReplaceRun {
   OpPlan plan(const Replacement& r, Node& n);
   const Resolved& resolve(const Replacement& r, Graph& g, const std::string& where);
   void apply(OpPlan& p);
-  // Whether the node's attribute says what the op does without it (its schema's or function's default).
-  bool isDefaultValue(const Node& n, const Attribute& a);
   // Nodes whose outputs an edit left unread are removed, and those they read that it leaves unread in turn.
   void noteInputs(const Node& n);
   size_t removeDead();

@@ -139,12 +139,13 @@ std::vector<ReplaceInput> inputsFromJson(const nlohmann::json& j, const std::str
   return out;
 }
 
-ReplaceOptions replaceOptionsFromJson(const nlohmann::json& j, const RuleContext& rules, const std::string& pointer) {
+ReplaceOptions replaceOptionsFromJson(const nlohmann::json& given, const RuleContext& rules, const std::string& pointer) {
+  const nlohmann::json j = withDefaults(kReplacePass, given);
   ReplaceOptions o;
   auto at = [&](const std::string& p) { return rules.at(p); };
-  o.allowUnknownOp = j.value("allow_unknown_op", false);
-  o.allowNoMatch = j.value("allow_no_match", false);
-  o.fold = j.value("fold", true);
+  o.allowUnknownOp = j.at("allow_unknown_op").get<bool>();
+  o.allowNoMatch = j.at("allow_no_match").get<bool>();
+  o.fold = j.at("fold").get<bool>();
   const auto& list = j["replacements"];
   for (size_t i = 0; i < list.size(); ++i) {
     const auto& e = list[i];

@@ -29,11 +29,10 @@ std::string valueKey(onnx::AttributeProto a) {
   return a.SerializeAsString();
 }
 
-}  // namespace
-
-bool ReplaceRun::isDefaultValue(const Node& n, const Attribute& a) {
+// Whether the node's attribute says what the op does without it (its schema's or function's default).
+bool isDefaultValue(const Model& model, const Node& n, const Attribute& a) {
   if (a.isRef() || a.t || a.g || !a.tensors.empty() || !a.graphs.empty()) return false;
-  auto scope = scopeOpsets(*model_, *n.graph());
+  auto scope = scopeOpsets(model, *n.graph());
   const std::string domain = isDefaultDomain(n.domain()) ? "" : n.domain();
   if (auto it = scope.find(domain); it != scope.end())
     if (const auto* schema = onnx::OpSchemaRegistry::Schema(n.opType(), static_cast<int>(it->second), domain)) {
@@ -42,20 +41,25 @@ bool ReplaceRun::isDefaultValue(const Node& n, const Attribute& a) {
       const onnx::AttributeProto& d = attr->second.default_value;
       return d.has_type() && valueKey(d) == valueKey(a.proto);
     }
-  if (const Function* fn = model_->findFunction(domain, n.opType()))
+  if (const Function* fn = model.findFunction(domain, n.opType()))
     for (const auto& d : fn->attributeDefaults())
       if (d.name() == a.name()) return valueKey(d) == valueKey(a.proto);
   return false;  // nothing tells what the op does without it
 }
 
-OpPlan ReplaceRun::plan(const Replacement& r, Node& n) {
-  std::string where = r.where + ": " + nodeLabel(n);
-  const Resolved& t = resolve(r, *n.graph(), where);
-  OpPlan p{&n, t.domain, r.opType, t.version, t.importDomain, {}, {}, {}, {}, {}, {}};
-  const onnx::OpSchema* schema = t.schema;
-  const Function* fn = t.function;
+// Whether the target takes an attribute of this name (PopART's `__` ones always).
+bool acceptsAttribute(const onnx::OpSchema* schema, const Function* fn, const std::string& name) {
+  if (name.starts_with("__")) return true;
+  if (schema) return schema->attributes().count(name) > 0;
+  if (fn) {
+    auto names = fn->attributeNames();
+    return std::find(names.begin(), names.end(), name) != names.end();
+  }
+  return true;  // unknown op: nothing to go by
+}
 
-  // Inputs.
+// The target's inputs: as mapped by the rule, else the node's; their count checked against the target.
+void planInputs(const Replacement& r, const Node& n, const onnx::OpSchema* schema, const Function* fn, const std::string& where, OpPlan& p) {
   if (r.inputs) {
     p.inputs = *r.inputs;
     for (const auto& in : p.inputs)
@@ -75,8 +79,10 @@ OpPlan ReplaceRun::plan(const Replacement& r, Node& n) {
   if (fn && given > fn->body().inputs().size())
     usageError(where + ": function " + fn->key().str() + " takes " + std::to_string(fn->body().inputs().size()) +
                " inputs, the node would give it " + std::to_string(given));
+}
 
-  // Outputs.
+// The target's outputs: as mapped, else the node's; outputs the target lacks go when nothing reads them.
+void planOutputs(const Replacement& r, const Node& n, const onnx::OpSchema* schema, const Function* fn, const std::string& where, OpPlan& p) {
   if (r.outputs) {
     p.outputs = *r.outputs;
     for (int k : p.outputs)
@@ -117,17 +123,43 @@ OpPlan ReplaceRun::plan(const Replacement& r, Node& n) {
     bool required = schema && i < static_cast<size_t>(schema->min_output());
     p.freshOutputs.push_back(p.outputs[i] < 0 && required ? joinName(n.name().empty() ? p.opType : n.name(), formal) : "");
   }
+}
 
-  // Attributes: rename, keep what the target accepts (with its type), set, check required ones.
-  auto accepts = [&](const std::string& name) {
-    if (name.starts_with("__")) return true;
-    if (schema) return schema->attributes().count(name) > 0;
-    if (fn) {
-      auto names = fn->attributeNames();
-      return std::find(names.begin(), names.end(), name) != names.end();
+// The attributes the rule sets, typed as the target takes them; then every
+// attribute the target requires must be there.
+void planSets(const Replacement& r, const onnx::OpSchema* schema, const Function* fn, const std::string& where, OpPlan& p,
+              std::set<std::string>& present) {
+  auto accepts = [&](const std::string& name) { return acceptsAttribute(schema, fn, name); };
+  for (const auto& [name, value] : r.set) {
+    if (!accepts(name)) {
+      std::vector<std::string> known;
+      if (schema)
+        for (const auto& [k, _] : schema->attributes()) known.push_back(k);
+      std::string msg = where + ": " + displayOp(p.domain, p.opType) + " has no attribute '" + name + "'";
+      if (auto near = didYouMean(name, known)) msg += " (did you mean '" + *near + "'?)";
+      usageError(msg);
     }
-    return true;  // unknown op: nothing to go by
-  };
+    auto expected = expectedAttributeType(schema, name);
+    if (value.is_array())
+      if (auto list = popart::listFormType(name, p.opType)) expected = list;  // Conv's per-conv `__` lists
+    if (expected && *expected == onnx::AttributeProto::GRAPH)
+      usageError(where + ": attribute '" + name + "' is a GRAPH; a rule cannot set it");
+    auto a = attributeFromJson(name, value, expected, where);
+    for (const auto& problem : popart::checkAttribute(a, p.opType)) usageError(where + ": " + problem);
+    p.sets.push_back(a);
+    present.insert(name);
+  }
+  if (schema)
+    for (const auto& [name, attr] : schema->attributes())
+      if (attr.required && !present.count(name))
+        usageError(where + ": " + displayOp(p.domain, p.opType) + " requires attribute '" + name + "' (" +
+                   attributeTypeName(attr.type) + "); add it with set");
+}
+
+// The target's attributes: renamed, kept when it accepts them (with its
+// type), dropped when the rule says or their value is the default, set.
+void planAttributes(const Model& model, const Replacement& r, const Node& n, const onnx::OpSchema* schema, const Function* fn, const std::string& where, OpPlan& p) {
+  auto accepts = [&](const std::string& name) { return acceptsAttribute(schema, fn, name); };
   std::map<std::string, std::string> finalName;  // current name -> name on the target
   for (const auto& a : n.attributes()) finalName[a.name()] = a.name();
   for (const auto& [from, to] : r.rename) {
@@ -153,7 +185,7 @@ OpPlan ReplaceRun::plan(const Replacement& r, Node& n) {
                    " does not take");
       // Dropping an attribute that says what the op's default says changes
       // nothing; dropping any other changes the maths, so the rule must say so.
-      if (!isDefaultValue(n, a))
+      if (!isDefaultValue(model, n, a))
         usageError(where + ": attribute '" + a.name() + "' = " + attributeValueText(a.proto) + " is not " +
                    opName(n) + "'s default and " + displayOp(p.domain, p.opType) +
                    " does not take it; dropping it changes the maths (drop: [\"" + a.name() + "\"] / --drop " +
@@ -175,30 +207,18 @@ OpPlan ReplaceRun::plan(const Replacement& r, Node& n) {
                  displayOp(p.domain, p.opType) + " takes '" + target + "' as " + attributeTypeName(*expected));
     p.sets.push_back(*converted);
   }
-  for (const auto& [name, value] : r.set) {
-    if (!accepts(name)) {
-      std::vector<std::string> known;
-      if (schema)
-        for (const auto& [k, _] : schema->attributes()) known.push_back(k);
-      std::string msg = where + ": " + displayOp(p.domain, p.opType) + " has no attribute '" + name + "'";
-      if (auto near = didYouMean(name, known)) msg += " (did you mean '" + *near + "'?)";
-      usageError(msg);
-    }
-    auto expected = expectedAttributeType(schema, name);
-    if (value.is_array())
-      if (auto list = popart::listFormType(name, p.opType)) expected = list;  // Conv's per-conv `__` lists
-    if (expected && *expected == onnx::AttributeProto::GRAPH)
-      usageError(where + ": attribute '" + name + "' is a GRAPH; a rule cannot set it");
-    auto a = attributeFromJson(name, value, expected, where);
-    for (const auto& problem : popart::checkAttribute(a, p.opType)) usageError(where + ": " + problem);
-    p.sets.push_back(a);
-    present.insert(name);
-  }
-  if (schema)
-    for (const auto& [name, attr] : schema->attributes())
-      if (attr.required && !present.count(name))
-        usageError(where + ": " + displayOp(p.domain, p.opType) + " requires attribute '" + name + "' (" +
-                   attributeTypeName(attr.type) + "); add it with set");
+  planSets(r, schema, fn, where, p, present);
+}
+
+}  // namespace
+
+OpPlan ReplaceRun::plan(const Replacement& r, Node& n) {
+  std::string where = r.where + ": " + nodeLabel(n);
+  const Resolved& t = resolve(r, *n.graph(), where);
+  OpPlan p{&n, t.domain, r.opType, t.version, t.importDomain, {}, {}, {}, {}, {}, {}};
+  planInputs(r, n, t.schema, t.function, where, p);
+  planOutputs(r, n, t.schema, t.function, where, p);
+  planAttributes(*model_, r, n, t.schema, t.function, where, p);
   return p;
 }
 

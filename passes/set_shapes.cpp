@@ -47,6 +47,8 @@ class SetShapesRun {
  public:
   SetShapesRun(const SetShapesOptions& options, Model& model, Rewriter& rw) : options_(options), model_(model), rw_(rw) {}
 
+  // Long: the inputs fixed, then shapes propagated and declared, in one pass over the model whose
+  // bookkeeping (what was set, what became static) the report needs.
   void run(PassContext& context) {
     Graph& g = model_.graph();
     std::vector<Value*> inputs;
@@ -185,7 +187,7 @@ class SetShapesRun {
 class SetShapesPass final : public Pass {
  public:
   explicit SetShapesPass(SetShapesOptions options) : options_(std::move(options)) {}
-  std::string name() const override { return "set-shapes"; }
+  std::string name() const override { return kSetShapesPass; }
   void run(Model& model, PassContext& context) const override {
     SetShapesRun(options_, model, context.rewriter).run(context);
   }
@@ -221,16 +223,22 @@ nlohmann::json inputShapes(const std::vector<std::string>& values) {
 using Kind = OptionSpec::Kind;
 
 const RegisterPass registration{PassSpec{
-    .name = "set-shapes",
+    .name = kSetShapesPass,
     .summary = "Fix graph-input dimensions (by input or by dimension name) and propagate static shapes",
-    .schema = "passes/set-shapes.schema.json",
+    .description = "Fix graph-input dimensions by input name or by symbolic dimension name, then propagate shapes "
+                   "with ONNX's per-op shape inference into value_info and the graph outputs. A shape that "
+                   "contradicts the model (rank, a fixed dimension) is an error naming the input.",
     .outputTag = "static",
     .options =
         {
-            {.flags = "--input", .pointer = "/inputs", .kind = Kind::Pairs,
-             .help = "An input's whole shape: NAME=D,D,... (repeatable)", .convert = inputShapes},
-            {.flags = "--dim", .pointer = "/dims", .kind = Kind::JsonPairs,
-             .help = "A symbolic dimension's value in every input: NAME=N (repeatable)"},
+            {.key = "inputs", .flags = "--input", .kind = Kind::Pairs,
+             .help = "An input's whole shape: NAME=D,D,... (repeatable)",
+             .schema = {{"type", "object"},
+                        {"additionalProperties", {{"type", "array"}, {"items", {{"type", "integer"}, {"minimum", 0}}}}}},
+             .convert = inputShapes},
+            {.key = "dims", .flags = "--dim", .kind = Kind::JsonPairs,
+             .help = "A symbolic dimension's (dim_param's) value in every graph input that has it: NAME=N (repeatable)",
+             .schema = {{"type", "object"}, {"additionalProperties", {{"type", "integer"}, {"minimum", 0}}}}},
         },
     .examples =
         {

@@ -14,6 +14,8 @@
 
 namespace graphrw::passes {
 
+inline constexpr const char* kSetShapesPass = "set-shapes";
+
 struct SetShapesOptions {
   std::map<std::string, std::vector<int64_t>> inputs;  // input name -> its whole shape
   std::map<std::string, int64_t> dims;                 // symbolic dimension name -> value

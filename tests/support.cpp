@@ -1,5 +1,8 @@
 #include "support.h"
 
+#include <cstdlib>
+#include <set>
+
 #include <google/protobuf/util/message_differencer.h>
 #include <onnx/defs/parser.h>
 #include <sys/wait.h>
@@ -79,5 +82,43 @@ RunResult run(const std::string& command, const std::string& stdinFile) {
 }
 
 std::string graphrwBin() { return GRAPHRW_BIN; }
+
+void checkExpected(const std::string& name, const nlohmann::json& actual) {
+  const fs::path file = fs::path(GRAPHRW_SOURCE_DIR) / "tests" / "expected" / (name + ".json");
+  if (const char* update = std::getenv("GRAPHRW_UPDATE_EXPECTED"); update && std::string(update) == "1") {
+    fs::create_directories(file.parent_path());
+    writeFile(file, actual.dump(1) + "\n");
+    WARN("wrote " << file.string());
+    return;
+  }
+  REQUIRE(fs::exists(file));
+  const auto expected = nlohmann::json::parse(readFile(file));
+  std::vector<std::string> differences;
+  for (const auto& [section, want] : expected.items()) {
+    const nlohmann::json got = actual.contains(section) ? actual[section] : nlohmann::json();
+    if (want.is_array()) {
+      std::set<std::string> a, b;
+      for (const auto& v : want) a.insert(v.get<std::string>());
+      if (got.is_array())
+        for (const auto& v : got) b.insert(v.get<std::string>());
+      for (const auto& v : a)
+        if (!b.count(v)) differences.push_back(section + ": lost " + v);
+      for (const auto& v : b)
+        if (!a.count(v)) differences.push_back(section + ": new " + v);
+    } else {
+      for (const auto& [k, v] : want.items())
+        if (!got.is_object() || !got.contains(k)) differences.push_back(section + ": lost " + k + " (" + v.dump() + ")");
+        else if (got[k] != v) differences.push_back(section + ": " + k + " was " + v.dump() + ", now " + got[k].dump());
+      if (got.is_object())
+        for (const auto& [k, v] : got.items())
+          if (!want.contains(k)) differences.push_back(section + ": new " + k + " (" + v.dump() + ")");
+    }
+  }
+  for (const auto& [section, _] : actual.items())
+    if (!expected.contains(section)) differences.push_back("a section the record lacks: " + section);
+  for (const auto& d : differences) UNSCOPED_INFO(d);
+  INFO("expected in " << file.string() << "; GRAPHRW_UPDATE_EXPECTED=1 writes what was found");
+  CHECK(differences.empty());
+}
 
 }  // namespace graphrw::test

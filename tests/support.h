@@ -1,6 +1,7 @@
 // Helpers shared by graphrw's tests.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 
 #include <filesystem>
@@ -40,6 +41,13 @@ struct RunResult {
 };
 RunResult run(const std::string& command, const std::string& stdinFile = "");
 std::string graphrwBin();
+
+// Compares what a corpus test found with its expected record,
+// tests/expected/NAME.json (an object whose members are lists of names, or
+// objects of name -> text), entry by entry: an entry gained or lost fails
+// the test, naming it. With GRAPHRW_UPDATE_EXPECTED=1 the record is written
+// instead (review the diff before committing it).
+void checkExpected(const std::string& name, const nlohmann::json& actual);
 
 // Sets (value) or unsets (nullptr) an environment variable for a scope.
 class ScopedEnv {

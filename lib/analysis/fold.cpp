@@ -223,6 +223,7 @@ bool isFoldable(const Node& node) {
          (std::find(foldable().begin(), foldable().end(), node.opType()) != foldable().end() || isShapeOp(node.opType()));
 }
 
+// Long: one short case per foldable op (element-wise ops share a loop), as foldable() lists them.
 std::optional<std::vector<HostTensor>> evaluate(const Node& n, const std::vector<const HostTensor*>& in,
                                                 std::string& why, uint64_t maxBytes) {
   const std::string& op = n.opType();

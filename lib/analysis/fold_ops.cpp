@@ -77,6 +77,7 @@ std::optional<std::vector<HostTensor>> one(HostTensor t) { return std::vector<Ho
 
 bool isShapeOp(const std::string& op) { return std::find(shapeOps().begin(), shapeOps().end(), op) != shapeOps().end(); }
 
+// Long: one short case per op of shapeOps(), kept together as the list they mirror.
 std::optional<std::vector<HostTensor>> evaluateShapeOp(const Node& n, const std::vector<const HostTensor*>& in,
                                                        std::string& why, uint64_t maxBytes) {
   const std::string& op = n.opType();

@@ -281,6 +281,8 @@ size_t Pattern::rewrite(Model& model, Rewriter& rw, Graph& g) const {
   return matches.size();
 }
 
+// Long: per match, the replacement body (converted once per set of constant values), its call,
+// the matched nodes erased and the call inlined: one edit sequence whose order matters.
 std::vector<Node*> Pattern::apply(Model& model, Rewriter& rw, Graph& g, std::vector<PatternMatch>& matches) const {
   std::vector<Node*> created;
   if (matches.empty()) return created;

@@ -6,6 +6,23 @@
 
 namespace graphrw {
 
+namespace {
+
+// A selector's keys, as rule files and command lines spell them (the schema's
+// $defs/selector lists the same), and where each is kept.
+constexpr std::pair<const char*, std::optional<std::string> Selector::*> kKeys[] = {
+    {"name", &Selector::name}, {"name_regex", &Selector::nameRegex}, {"op_type", &Selector::opType},
+    {"domain", &Selector::domain}, {"scope", &Selector::scope}};
+constexpr const char* kKeyList = "name, name_regex, op_type, domain, scope";
+
+std::optional<std::string>* slotOf(Selector& s, const std::string& key) {
+  for (const auto& [name, member] : kKeys)
+    if (key == name) return &(s.*member);
+  return nullptr;
+}
+
+}  // namespace
+
 bool globMatch(const std::string& pattern, const std::string& text, bool crossSlash) {
   return fnmatch(pattern.c_str(), text.c_str(), crossSlash ? 0 : FNM_PATHNAME) == 0;
 }
@@ -18,15 +35,10 @@ Selector Selector::parse(const std::string& text) {
     std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     size_t eq = part.find('=');
     if (eq == std::string::npos)
-      usageError("selector '" + text + "': '" + part + "' is not key=value (keys: name, name_regex, op_type, domain, scope)");
+      usageError("selector '" + text + "': '" + part + "' is not key=value (keys: " + kKeyList + ")");
     std::string key = part.substr(0, eq), value = part.substr(eq + 1);
-    std::optional<std::string>* slot = key == "name"         ? &s.name
-                                       : key == "name_regex" ? &s.nameRegex
-                                       : key == "op_type"    ? &s.opType
-                                       : key == "domain"     ? &s.domain
-                                       : key == "scope"      ? &s.scope
-                                                             : nullptr;
-    if (!slot) usageError("selector '" + text + "': unknown key '" + key + "' (keys: name, name_regex, op_type, domain, scope)");
+    std::optional<std::string>* slot = slotOf(s, key);
+    if (!slot) usageError("selector '" + text + "': unknown key '" + key + "' (keys: " + kKeyList + ")");
     if (slot->has_value()) usageError("selector '" + text + "': key '" + key + "' given twice");
     *slot = value;
     if (comma == std::string::npos) break;
@@ -36,34 +48,14 @@ Selector Selector::parse(const std::string& text) {
   return s;
 }
 
-Selector Selector::fromJson(const nlohmann::json& j, const std::string& where) {
-  Selector s;
-  auto take = [&](const char* key, std::optional<std::string>& slot) {
-    if (j.contains(key)) slot = j[key].get<std::string>();
-  };
-  take("name", s.name);
-  take("name_regex", s.nameRegex);
-  take("op_type", s.opType);
-  take("domain", s.domain);
-  take("scope", s.scope);
-  s.compile(where);
-  return s;
-}
-
 SelectorSet SelectorSet::fromJson(const nlohmann::json& j, const std::function<std::string(const std::string&)>& at,
                                   const std::string& pointer) {
   SelectorSet set;
   // Errors point at the key that is wrong (/passes/0/select/name_regex).
   auto one = [&](const nlohmann::json& item, const std::string& p) {
     Selector s;
-    auto take = [&](const char* key, std::optional<std::string>& slot) {
-      if (item.contains(key)) slot = item[key].get<std::string>();
-    };
-    take("name", s.name);
-    take("name_regex", s.nameRegex);
-    take("op_type", s.opType);
-    take("domain", s.domain);
-    take("scope", s.scope);
+    for (const auto& [key, member] : kKeys)
+      if (item.contains(key)) s.*member = item[key].get<std::string>();
     s.compile([&](const char* key) { return at(*key ? p + "/" + key : p); });
     return s;
   };
@@ -128,28 +120,23 @@ bool Selector::matches(const ir::Node& node) const {
   return true;
 }
 
+bool Selector::empty() const {
+  for (const auto& [key, member] : kKeys)
+    if (this->*member) return false;
+  return true;
+}
+
 std::string Selector::str() const {
   std::string s;
-  auto add = [&](const char* k, const std::optional<std::string>& v) {
-    if (!v) return;
-    if (!s.empty()) s += ",";
-    s += std::string(k) + "=" + *v;
-  };
-  add("name", name);
-  add("name_regex", nameRegex);
-  add("op_type", opType);
-  add("domain", domain);
-  add("scope", scope);
+  for (const auto& [key, member] : kKeys)
+    if (this->*member) s += (s.empty() ? "" : ",") + std::string(key) + "=" + *(this->*member);
   return s;
 }
 
 nlohmann::json Selector::toJson() const {
   nlohmann::json j = nlohmann::json::object();
-  if (name) j["name"] = *name;
-  if (nameRegex) j["name_regex"] = *nameRegex;
-  if (opType) j["op_type"] = *opType;
-  if (domain) j["domain"] = *domain;
-  if (scope) j["scope"] = *scope;
+  for (const auto& [key, member] : kKeys)
+    if (this->*member) j[key] = *(this->*member);
   return j;
 }
 

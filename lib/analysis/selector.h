@@ -27,9 +27,6 @@ struct Selector {
 
   // Parses "key=value,key=value". Throws Error(Usage) naming the bad part.
   static Selector parse(const std::string& text);
-  // From a rule file's selector object (already valid against its schema);
-  // `where` prefixes error messages.
-  static Selector fromJson(const nlohmann::json& j, const std::string& where);
   // Checks globs and compiles the regex; throws Error(Usage) with `where`.
   void compile(const std::string& where);
   // The same, with the message prefix for each key ("" for the selector as a whole).
@@ -40,7 +37,7 @@ struct Selector {
   std::string str() const;
   // The rule-file form: {"op_type": "Relu", ...}.
   nlohmann::json toJson() const;
-  bool empty() const { return !name && !nameRegex && !opType && !domain && !scope; }
+  bool empty() const;
 };
 
 struct SelectorSet {

@@ -59,6 +59,8 @@ Value* WeightFolder::constant(Graph& g, Node* before, const HostTensor& t, const
   return c->output(0);
 }
 
+// Long: per candidate, the checks that it may fold (foldable, outside functions, small enough),
+// the evaluation and the edits, which share their locals.
 void WeightFolder::fold(const std::vector<Node*>& candidates) {
   std::unordered_set<Node*> done;
   for (Node* n : candidates) {

@@ -64,9 +64,16 @@ Command addConvertCommand(CLI::App& app) {
 }
 
 Command addSchemaCommand(CLI::App& app) {
+  auto markdown = std::make_shared<bool>(false);
   auto* schema = app.add_subcommand("schema", "Print the JSON Schema of rule files (draft 2020-12)");
-  schema->footer("\nExamples:\n  graphrw schema > graphrw-rules.schema.json\n  graphrw schema | jq '.properties.passes'\n");
-  return {schema, [] {
+  schema->add_flag("--markdown", *markdown, "Print each pass's options table instead (as docs/passes.md holds them)");
+  schema->footer("\nExamples:\n  graphrw schema > graphrw-rules.schema.json\n  graphrw schema | jq '.properties.passes'\n"
+                 "  graphrw schema --markdown\n");
+  return {schema, [markdown] {
+            if (*markdown) {
+              for (const PassSpec* spec : registeredPasses()) std::cout << "## " << spec->name << "\n\n" << optionsMarkdown(*spec) << "\n";
+              return 0;
+            }
             std::cout << ruleFileSchema().dump(2) << "\n";
             return 0;
           }};

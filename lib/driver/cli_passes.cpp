@@ -40,6 +40,60 @@ bool repeatable(Kind kind) {
   return kind == Kind::Selectors || kind == Kind::List || kind == Kind::Pairs || kind == Kind::JsonPairs;
 }
 
+// The values a flag accepts: its schema's enum of strings.
+std::vector<std::string> allowedValues(const OptionSpec& o) {
+  std::vector<std::string> out;
+  if (o.schema.is_object() && o.schema.contains("enum"))
+    for (const auto& v : o.schema["enum"])
+      if (v.is_string()) out.push_back(v.get<std::string>());
+  return out;
+}
+
+// A default as --help shows it.
+std::string defaultText(const json& value) {
+  if (value.is_null()) return "";
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_array()) {
+    std::string out;
+    for (const auto& v : value) out += (out.empty() ? "" : ",") + (v.is_string() ? v.get<std::string>() : v.dump());
+    return out;
+  }
+  return value.dump();
+}
+
+// The help of a field flag that declares none: the field's description in its key's schema.
+std::string fieldHelp(const PassSpec& spec, const OptionSpec& o) {
+  if (!o.help.empty() || o.pointer.empty()) return o.help;
+  const json schema = spec.schema();
+  const json* node = &schema;
+  auto follow = [&](const json* n) {
+    // Local references only (#/$defs/...): what a pass's own schema holds.
+    for (int hops = 0; n && n->is_object() && n->contains("$ref") && hops < 8; ++hops) {
+      std::string ref = (*n)["$ref"].get<std::string>();
+      if (!ref.starts_with("#/")) return n;
+      n = &schema.at(json::json_pointer(ref.substr(1)));
+    }
+    return n;
+  };
+  std::string rest = o.pointer;
+  size_t start = 1;
+  while (node && start <= rest.size()) {
+    size_t slash = rest.find('/', start);
+    std::string part = rest.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    node = follow(node);
+    if (node->contains("properties") && (*node)["properties"].contains(part))
+      node = &(*node)["properties"][part];
+    else if (node->contains("items"))
+      node = &(*node)["items"];
+    else
+      node = nullptr;
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  if (node && node->contains("description")) return (*node)["description"].get<std::string>();
+  return o.pointer;
+}
+
 json pair(const std::string& flag, const std::string& text, bool asJson) {
   if (asJson) return parseAssignment(text, flag).second;
   return text.substr(text.find('=') + 1);
@@ -115,7 +169,7 @@ struct PassCommands::Command {
   json entry() const {
     json e = {{"pass", spec->name}};
     for (size_t i = 0; i < spec->options.size(); ++i)
-      if (given(i)) e[json::json_pointer(spec->options[i].pointer)] = optionJson(spec->options[i], values[i]);
+      if (given(i)) e[json::json_pointer(spec->options[i].target())] = optionJson(spec->options[i], values[i]);
     return e;
   }
 
@@ -127,11 +181,11 @@ struct PassCommands::Command {
       return p == prefix || p.starts_with(prefix + "/");
     };
     for (size_t i = 0; i < opts.size(); ++i)
-      if (given(i) && under(pointer, opts[i].pointer)) return shown(i);
+      if (given(i) && under(pointer, opts[i].target())) return shown(i);
     for (size_t i = 0; i < opts.size(); ++i)
-      if (given(i) && opts[i].labels && under(opts[i].pointer, pointer)) return shown(i);
+      if (given(i) && opts[i].labels && under(opts[i].target(), pointer)) return shown(i);
     for (size_t i = 0; i < opts.size(); ++i)
-      if (given(i) && under(opts[i].pointer, pointer)) return shown(i);
+      if (given(i) && under(opts[i].target(), pointer)) return shown(i);
     return spec->name;
   }
 
@@ -155,24 +209,28 @@ PassCommands::PassCommands(CLI::App& app) {
     cmd->add_option("model", c->input, "ONNX model, or - for stdin")->required();
     cmd->add_option("-o,--output", c->output,
                     "Output file, or - for stdout (default: MODEL." + spec->outputTag + ".onnx)");
-    std::vector<CLI::Option*> added;
+    std::vector<CLI::Option*> added(spec->options.size(), nullptr);
     for (size_t i = 0; i < spec->options.size(); ++i) {
       const OptionSpec& o = spec->options[i];
+      if (o.flags.empty()) continue;  // a key only rule files set
+      const std::string help = fieldHelp(*spec, o);
       CLI::Option* opt = nullptr;
       if (!takesValue(o.kind)) {
-        opt = cmd->add_flag(o.flags, c->flags[i], o.help);
+        opt = cmd->add_flag(o.flags, c->flags[i], help);
       } else {
-        opt = cmd->add_option(o.flags, c->values[i], o.help)->type_size(1)->allow_extra_args(false);
+        opt = cmd->add_option(o.flags, c->values[i], help)->type_size(1)->allow_extra_args(false);
         opt->type_name(valueName(o.kind));
         if (!repeatable(o.kind)) opt->multi_option_policy(CLI::MultiOptionPolicy::Throw);
         if (o.kind == Kind::List) opt->delimiter(',');
-        if (!o.allowed.empty()) opt->check(CLI::IsMember(o.allowed));
-        if (!o.defaultValue.empty()) opt->default_str(o.defaultValue);
+        if (auto allowed = allowedValues(o); !allowed.empty()) opt->check(CLI::IsMember(allowed));
+        if (o.kind != Kind::Flag && o.kind != Kind::NoFlag && !o.defaultValue.is_null())
+          opt->default_str(defaultText(o.defaultValue));
       }
       if (o.required) opt->required();
-      added.push_back(opt);
+      added[i] = opt;
     }
     for (size_t i = 0; i < spec->options.size(); ++i) {
+      if (!added[i]) continue;
       for (const auto& other : spec->options[i].excludes) added[i]->excludes(cmd->get_option(other));
       for (const auto& other : spec->options[i].needs) added[i]->needs(cmd->get_option(other));
     }

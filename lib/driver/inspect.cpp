@@ -136,6 +136,7 @@ json valueList(const std::vector<ValueInfo>& list) {
 
 }  // namespace
 
+// Long: one section of the summary after another (model, opsets, ops, functions, weights, PopART).
 json inspectModel(Model& model) {
   const auto& r = model.residual();
   json j;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "analysis/pass.h"
 #include "support/embedded.h"
 
 namespace graphrw {
@@ -89,9 +90,11 @@ void SchemaSet::add(const std::string& path, json schema) {
 const SchemaSet& SchemaSet::builtin() {
   static const SchemaSet set = [] {
     SchemaSet s;
-    // Every schema file below schemas/: the rule file's and each pass's.
+    // Every schema file below schemas/ (the rule file's frame), and each
+    // registered pass's, made from its declaration.
     for (const auto& f : embedded::files())
       if (f.path.ends_with(".schema.json")) s.add(std::string(f.path), json::parse(f.text));
+    for (const PassSpec* spec : registeredPasses()) s.add(spec->schemaPath(), spec->schema());
     return s;
   }();
   return set;
@@ -116,6 +119,7 @@ std::optional<SchemaError> SchemaSet::validate(const json& instance, const std::
   return check(schema, path, instance, "");
 }
 
+// Long: one short branch per schema keyword the validator implements, in the order a message should name them.
 std::optional<SchemaError> SchemaSet::check(const json& schema, const std::string& doc, const json& inst,
                                             const std::string& pointer) const {
   if (schema.is_boolean()) {

@@ -23,7 +23,8 @@ struct SchemaError {
 
 class SchemaSet {
  public:
-  // The embedded schema files, by path below schemas/ ("rules.schema.json").
+  // The embedded schema files, by path below schemas/ ("rules.schema.json"),
+  // and every registered pass's ("passes/NAME.schema.json", PassSpec::schema()).
   static const SchemaSet& builtin();
   // Throws std::logic_error when the schema uses a keyword this validator
   // does not implement: a keyword ignored here would let rule files drift from it.

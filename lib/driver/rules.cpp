@@ -12,9 +12,12 @@ constexpr int kMaxRuleDepth = 64;
 
 std::unique_ptr<Pass> buildPass(const PassSpec& spec, const json& entry, const RuleContext& where,
                                 const std::string& pointer) {
-  if (auto e = SchemaSet::builtin().validate(entry, spec.schema))
+  if (auto e = SchemaSet::builtin().validate(entry, spec.schemaPath()))
     usageError(where.at(pointer + e->pointer) + ": " + e->message);
-  return spec.create(entry, where, pointer);
+  auto pass = spec.create(spec.withDefaults(entry), where, pointer);
+  if (pass->name() != spec.name)
+    fail(ExitCode::Internal, "the pass declared as '" + spec.name + "' calls itself '" + pass->name() + "'");
+  return pass;
 }
 
 RuleFile parseRules(const std::string& text, const std::string& displayName) {
@@ -77,10 +80,74 @@ json ruleFileSchema() {
   SchemaSet set = SchemaSet::builtin();
   json rules = set.document("rules.schema.json");
   json oneOf = json::array();
-  for (const PassSpec* p : registeredPasses()) oneOf.push_back({{"$ref", p->schema}});
+  for (const PassSpec* p : registeredPasses()) oneOf.push_back({{"$ref", p->schemaPath()}});
   rules["$defs"]["pass"] = {{"oneOf", oneOf}};
   set.add("rules.schema.json", std::move(rules));
   return set.bundle("rules.schema.json");
+}
+
+namespace {
+
+// A value's schema in words: "integer >= 1", "erf | tanh", "selector(s)", ...
+std::string describeValue(const json& s) {
+  if (!s.is_object()) return "JSON";
+  if (s.contains("enum")) {
+    std::string out;
+    for (const auto& v : s["enum"]) out += (out.empty() ? "" : " | ") + (v.is_string() ? v.get<std::string>() : v.dump());
+    return out;
+  }
+  if (s.contains("const")) return s["const"].is_string() ? s["const"].get<std::string>() : s["const"].dump();
+  if (s.contains("$ref")) {
+    std::string ref = s["$ref"].get<std::string>();
+    if (ref.ends_with("/selectors")) return "selector(s)";
+    return ref.substr(ref.rfind('/') + 1);
+  }
+  if (s.contains("oneOf")) {
+    std::string out;
+    for (const auto& alt : s["oneOf"]) out += (out.empty() ? "" : " or ") + describeValue(alt);
+    return out;
+  }
+  std::string type = s.value("type", "");
+  if (type == "integer" || type == "number") {
+    std::string out = type;
+    if (s.contains("minimum")) out += " >= " + s["minimum"].dump();
+    if (s.contains("maximum")) out += " <= " + s["maximum"].dump();
+    return out;
+  }
+  if (type == "array") return "list of " + describeValue(s.value("items", json::object()));
+  if (type == "object" && s.contains("additionalProperties") && s["additionalProperties"].is_object())
+    return "map of " + describeValue(s["additionalProperties"]);
+  return type.empty() ? "JSON" : type;
+}
+
+std::string cell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n')
+      out += ' ';
+    else
+      out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string optionsMarkdown(const PassSpec& spec) {
+  std::string out = "<!-- options: " + spec.name + " (generated from the pass's declaration: graphrw schema --markdown) -->\n";
+  out += "| key | flag | value | default | |\n|---|---|---|---|---|\n";
+  for (const OptionSpec& o : spec.options) {
+    if (o.key.empty()) continue;
+    std::string flag = "";
+    for (const OptionSpec& f : spec.options)
+      if (!f.flags.empty() && (f.target() == "/" + o.key || (f.key.empty() && f.pointer.starts_with("/" + o.key + "/"))))
+        flag += (flag.empty() ? "" : ", ") + ("`" + f.flags + "`");
+    out += "| `" + o.key + "`" + (o.required ? " (required)" : "") + " | " + flag + " | " + cell(describeValue(o.schema)) +
+           " | " + (o.defaultValue.is_null() ? "" : "`" + cell(o.defaultValue.dump()) + "`") + " | " + cell(o.help) + " |\n";
+  }
+  return out + "<!-- /options -->\n";
 }
 
 }  // namespace graphrw

@@ -268,23 +268,41 @@ std::string Rewriter::renameValue(Value* v, const std::string& wanted) {
   return name;
 }
 
+namespace {
+
+// Sets a message's doc_string ("" clears the field, so nothing is written);
+// returns whether that changed anything.
+template <typename Message>
+bool putDocString(Message& m, const std::string& text) {
+  if (text.empty()) {
+    if (!m.has_doc_string()) return false;
+    m.clear_doc_string();
+    return true;
+  }
+  if (m.has_doc_string() && m.doc_string() == text) return false;
+  m.set_doc_string(text);
+  return true;
+}
+
+}  // namespace
+
 void Rewriter::setDocString(Node* n, const std::string& text) {
-  if (n->residual().doc_string() == text) return;
-  n->mutableResidual().set_doc_string(text);
+  if (text.empty() && !n->residual().has_doc_string()) return;  // no residual is made just to clear it
+  if (!putDocString(n->mutableResidual(), text)) return;
   markChanged(n);
   counts_.docStringsChanged++;
 }
 
 void Rewriter::setDocString(Graph& g, const std::string& text) {
-  if (g.residual().doc_string() == text) return;
-  g.mutableResidual().set_doc_string(text);
-  counts_.docStringsChanged++;
+  if (putDocString(g.mutableResidual(), text)) counts_.docStringsChanged++;
+}
+
+void Rewriter::setDocString(const Function* f, const std::string& text) {
+  if (putDocString(model_.findFunction(f->key())->mutableResidual(), text)) counts_.docStringsChanged++;
 }
 
 void Rewriter::setModelDocString(const std::string& text) {
-  if (model_.residual().doc_string() == text) return;
-  model_.mutableResidual().set_doc_string(text);
-  counts_.docStringsChanged++;
+  if (putDocString(model_.mutableResidual(), text)) counts_.docStringsChanged++;
 }
 
 std::string Rewriter::reserveNodeName(Graph& g, const std::string& base) { return g.mutableNodeNames().fresh(base); }

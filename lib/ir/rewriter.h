@@ -67,9 +67,11 @@ class Rewriter {
   // Renames a value to a fresh name built from `wanted`; returns the name given.
   std::string renameValue(Value* v, const std::string& wanted);
   std::string renameNode(Node* n, const std::string& wanted);
-  // Doc strings (written, so a change): of a node, of a graph, of the model.
+  // Doc strings (written, so a change): of a node, a graph, a function, the model; "" clears
+  // the field. Setting what is there already is no edit.
   void setDocString(Node* n, const std::string& text);
   void setDocString(Graph& g, const std::string& text);
+  void setDocString(const Function* f, const std::string& text);
   void setModelDocString(const std::string& text);
   // A node name unique in g's scope built from `base`, held from now on (a
   // prefix for the nodes a pass is about to create, e.g. an inlined call's).

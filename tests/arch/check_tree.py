@@ -7,7 +7,9 @@ is refused rather than passed):
 - no production path into tests/: the tool's sources (lib/, passes/, tools/,
   cmake/) name no file below tests/, and GRAPHRW_IR_TESTING (the test-only
   access to the IR, ir/ir.h) is defined nowhere but in tests/;
-- no source file of the tool over 500 lines (split by concern instead).
+- no source file of the tool over 500 lines (split by concern instead), and
+  no function over 80 lines without a reason: a comment starting "Long:" in
+  the lines just above it.
 Prints "N passed, N failed"."""
 import pathlib, re, subprocess, sys
 
@@ -16,6 +18,53 @@ TOP = {".ci", ".gitignore", "CMakeLists.txt", "README.md", "bench", "cmake", "do
        "schemas", "tests", "tools"}
 TOOL = ("lib/", "passes/", "tools/", "cmake/")
 MAX_LINES = 500
+MAX_FUNCTION_LINES = 80
+CONTROL = re.compile(r"^\s*(if|for|while|switch|else|do|try|catch|namespace|class|struct|enum|union|return|case|default)\b")
+
+
+def long_functions(text):
+    """(first line, length, name) of each function over MAX_FUNCTION_LINES
+    lines without a "Long:" comment just above it. Functions are found as
+    clang-format lays them out: a signature starting at column 0 (namespace
+    scope) or 2 (a class member) whose body closes with '}' at that column."""
+    lines = text.split("\n")
+    found = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m = re.match(r"^( {0,2})(\S.*)$", line)
+        if not m or CONTROL.match(line) or line.strip().startswith(("//", "#", "}", "public", "private", "protected", "template")):
+            i += 1
+            continue
+        indent = m.group(1)
+        j, sig = i, ""
+        while j < len(lines) and j < i + 8:  # the signature, up to the line opening the body
+            code = lines[j].split("//")[0]
+            sig += code
+            if re.search(r"\{\s*$", code):
+                break
+            if re.search(r"(;|\})\s*$", code):
+                j = len(lines)
+                break
+            j += 1
+        head = sig.split("(")[0]
+        if j >= len(lines) or j >= i + 8 or "(" not in sig or "=" in head:
+            i += 1
+            continue
+        k = j + 1
+        while k < len(lines) and not re.match("^" + indent + r"\}", lines[k]):
+            k += 1
+        if k >= len(lines):
+            i += 1
+            continue
+        length = k - i + 1
+        above = "\n".join(lines[max(0, i - 4):i])
+        if length > MAX_FUNCTION_LINES and "// Long:" not in above:
+            name = re.search(r"([~\w:]+)\s*\(", sig)
+            found.append((i + 1, length, name.group(1) if name else sig.strip()[:40]))
+        i = k + 1
+    return found
+
 
 try:
     files = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], check=True, capture_output=True).stdout
@@ -53,5 +102,8 @@ for f in files:
         if f.endswith((".cpp", ".h")):
             n = text.count("\n")
             check(n <= MAX_LINES, f"{f}: {n} lines (at most {MAX_LINES}: split it by concern)")
+            for line, length, name in long_functions(text):
+                check(False, f"{f}:{line}: {name} is {length} lines (at most {MAX_FUNCTION_LINES}, or a "
+                             f"'// Long: reason' comment above it)")
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -52,5 +52,11 @@ expect("check_tree.py", {"writes through*": "Catch output\n"}, False, "writes th
 expect("check_tree.py", {"lib/driver/paths.h": 'const char* kDir = "/src/tests/ort";\n'}, False, "lib/driver/paths.h:1")
 expect("check_tree.py", {"passes/big.cpp": "int x;\n" * 501}, False, "passes/big.cpp: 501 lines")
 expect("check_tree.py", {"lib/analysis/open.cpp": "#define GRAPHRW_IR_TESTING\n"}, False, "lib/analysis/open.cpp:1")
+long_body = "  x += 1;\n" * 85
+expect("check_tree.py", {"passes/long.cpp": "// A pass.\nint f(int x) {\n" + long_body + "  return x;\n}\n"}, False,
+       "passes/long.cpp:2: f is 88 lines")
+expect("check_tree.py", {"passes/long.cpp": "// Long: a table of cases.\nint f(int x) {\n" + long_body + "  return x;\n}\n"}, True)
+expect("check_tree.py", {"passes/member.cpp": "class A {\n public:\n  int f(int x) {\n" + long_body.replace("  x", "    x") +
+                         "    return x;\n  }\n};\n"}, False, "passes/member.cpp:3: f is 88 lines")
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "ort.h"
@@ -211,4 +213,69 @@ g (bool c, float[3] x) => (float[3] y) {
   auto types = graphrw::test::ortCompare(dir / "f.onnx", dir / "d.onnx");
   CHECK(types["ok"] == false);
   CHECK(types["outputs"]["y"] == "types float32 vs float64");
+}
+
+namespace {
+
+std::string floats(const std::vector<double>& v) {
+  std::string out;
+  char buf[32];
+  for (double d : v) {
+    std::snprintf(buf, sizeof buf, "%.9g", d);
+    out += (out.empty() ? "" : ", ") + std::string(buf);
+  }
+  return out;
+}
+
+std::string dims(const std::vector<int64_t>& shape) {
+  std::string out;
+  for (int64_t d : shape) out += (out.empty() ? "" : ",") + std::to_string(d);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("compare maps ai.graphcore::GroupNormalization as numpy computes it, for every num_groups and rank",
+          "[cli][compare][graphcore]") {
+  // The oracle is numpy (tests/ort/groupnorm_reference.py), not graphrw: its
+  // output is written as a constant, and compare must find the mapped
+  // GroupNormalization equal to it under ONNX Runtime.
+  graphrw::test::TempDir dir;
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{2, 8, 3, 3}, std::vector<int64_t>{2, 8, 5}}) {
+    int64_t count = 1, c = shape[1];
+    for (int64_t d : shape) count *= d;
+    std::vector<double> x, scale, bias;
+    for (int64_t i = 0; i < count; ++i) x.push_back(std::sin(0.37 * static_cast<double>(i)) * (1.0 + static_cast<double>(i % 7)));
+    for (int64_t i = 0; i < c; ++i) {
+      scale.push_back(0.5 + 0.25 * static_cast<double>(i));
+      bias.push_back(0.1 * static_cast<double>(i) - 0.3);
+    }
+    auto reference = [&](int64_t groups) {
+      nlohmann::json in = {{"x", x}, {"shape", shape}, {"scale", scale}, {"bias", bias}, {"num_groups", groups}, {"epsilon", 1e-3}};
+      graphrw::test::writeFile(dir / "in.json", in.dump());
+      auto r = run("/usr/bin/python3 " GRAPHRW_SOURCE_DIR "/tests/ort/groupnorm_reference.py < " + q(dir / "in.json"));
+      REQUIRE(r.status == 0);
+      return nlohmann::json::parse(r.out).get<std::vector<double>>();
+    };
+    const std::string t = "float[" + dims(shape) + "]";
+    for (int64_t groups : {1, 2, 4, 8}) {
+      INFO("shape " << dims(shape) << ", num_groups " << groups);
+      writeModel(dir / "numpy.onnx", "<ir_version: 8, opset_import: [\"\" : 13]>\ng () => (" + t + " y) {\n  y = Constant <value = " +
+                                         t + " {" + floats(reference(groups)) + "}> ()\n}\n");
+      auto ipu = [&](int64_t g) {
+        return "<ir_version: 8, opset_import: [\"\" : 13, \"ai.graphcore\" : 1]>\ng () => (" + t + " y) <" + t + " x = {" +
+               floats(x) + "}, float[" + std::to_string(c) + "] s = {" + floats(scale) + "}, float[" + std::to_string(c) +
+               "] b = {" + floats(bias) + "}> {\n  y, mean, invstd = ai.graphcore.GroupNormalization <num_groups = " +
+               std::to_string(g) + ", epsilon = 0.001> (x, s, b)\n}\n";
+      };
+      writeModel(dir / "ipu.onnx", ipu(groups));
+      auto same = run(bin() + " compare " + q(dir / "numpy.onnx") + " " + q(dir / "ipu.onnx") + " --json");
+      INFO(same.out << same.err);
+      CHECK(same.status == 0);
+      // The check can fail: the same data grouped otherwise is not numpy's.
+      writeModel(dir / "other.onnx", ipu(groups == 1 ? 2 : 1));
+      auto other = run(bin() + " compare " + q(dir / "numpy.onnx") + " " + q(dir / "other.onnx"));
+      CHECK(other.status == 1);
+    }
+  }
 }

@@ -12,7 +12,7 @@ cmake --install "$build" --prefix "$work/usr" >/dev/null
 p="$work/usr"
 "$p/bin/graphrw" --version | grep -q '^graphrw ' || fail "installed graphrw --version"
 for f in share/graphrw/schemas/graphcore-ops.json share/graphrw/schemas/popart-ops.json \
-         share/graphrw/schemas/passes/replace.schema.json share/graphrw/examples/bert-tiny.onnx \
+         share/graphrw/schemas/rules.schema.json share/graphrw/examples/bert-tiny.onnx \
          share/graphrw/examples/popart.rules.json share/graphrw/examples/patterns/gelu.rules.json \
          share/bash-completion/completions/graphrw share/zsh/vendor-completions/_graphrw \
          share/man/man1/graphrw.1 share/man/man1/graphrw-expand.1 share/man/man1/graphrw-run.1 \

@@ -1,13 +1,16 @@
 // Every registered pass, whatever it is, has what the architecture promises
-// (docs/architecture.md "How to add a pass"): a schema that names it, a
-// generated subcommand with every declared option and examples, a section in
-// docs/passes.md, and a case (tests/passes/cases/NAME.json) on which its
-// command and the equivalent one-pass rule file write the same bytes, and
-// change the model. A case names its model ("model": a path below the
-// repository, or "model_text": ONNX's textual syntax as a list of lines), an
-// optional "prepare" command run on it first, optional "files" written beside
-// the rule file ("{dir}" in args is their folder), the command's "args" and
-// the equivalent "rule".
+// (docs/architecture.md "How to add a pass"): a schema made from its
+// declaration that names it, defaults its schema accepts, a generated
+// subcommand with every declared flag and examples, a section in
+// docs/passes.md holding its generated options table, and a case
+// (tests/passes/cases/NAME.json) on which its command and the equivalent
+// one-pass rule file write the same bytes, and change the model.
+//
+// A case names its model ("model": a path below the repository, or
+// "model_text": ONNX's textual syntax as a list of lines), an optional
+// "prepare" command run on it first, optional "files" written beside the rule
+// file ("{dir}" in args is their folder), optional "doc_strings" set on the
+// model and its nodes, the command's "args" and the equivalent "rule".
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -16,6 +19,7 @@
 
 #include "analysis/pass.h"
 #include "driver/json_schema.h"
+#include "driver/rules.h"
 #include "support.h"
 
 namespace fs = std::filesystem;
@@ -45,13 +49,14 @@ std::string longFlag(const std::string& flags) {
 TEST_CASE("the registry holds every pass the project ships", "[registry]") {
   std::vector<std::string> names;
   for (const auto* p : graphrw::registeredPasses()) names.push_back(p->name);
-  // One schema file per pass and one pass per schema file.
-  std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(kRoot / "schemas" / "passes"))
-    files.push_back(e.path().filename().string().substr(0, e.path().filename().string().find('.')));
-  std::sort(files.begin(), files.end());
-  CHECK(names == files);
-  CHECK(names.size() >= 4);
+  // One case per pass and one pass per case; no schema file per pass (each is made from its declaration).
+  std::vector<std::string> cases;
+  for (const auto& e : fs::directory_iterator(kRoot / "tests" / "passes" / "cases"))
+    cases.push_back(e.path().stem().string());
+  std::sort(cases.begin(), cases.end());
+  CHECK(names == cases);
+  CHECK(names.size() >= 12);
+  CHECK_FALSE(fs::exists(kRoot / "schemas" / "passes"));
 }
 
 TEST_CASE("every registered pass has a schema, a subcommand, docs and a case its command and rule file agree on",
@@ -59,32 +64,37 @@ TEST_CASE("every registered pass has a schema, a subcommand, docs and a case its
   const std::string docs = readFile(kRoot / "docs" / "passes.md");
   for (const graphrw::PassSpec* spec : graphrw::registeredPasses()) {
     DYNAMIC_SECTION("pass " << spec->name) {
-      // Schema: the entry's "pass" is this pass; every declared option lands on a key it defines.
-      const json& schema = graphrw::SchemaSet::builtin().document(spec->schema);
+      // Schema: made from the declaration; the entry's "pass" is this pass, every
+      // flag lands on a key it defines, and each default is a value its key accepts.
+      const auto& schemas = graphrw::SchemaSet::builtin();
+      const json& schema = schemas.document(spec->schemaPath());
+      CHECK(schema == spec->schema());
       CHECK(schema["properties"]["pass"]["const"] == spec->name);
       for (const auto& o : spec->options) {
-        std::string top = o.pointer.substr(1, o.pointer.find('/', 1) - 1);
-        INFO("option " << o.flags << " -> " << o.pointer);
+        std::string top = o.target().substr(1, o.target().find('/', 1) - 1);
+        INFO("option " << o.key << o.flags << " -> " << o.target());
         CHECK(schema["properties"].contains(top));
-        if (!o.allowed.empty() && o.pointer == "/" + top) {
-          auto allowed = o.allowed;
-          auto enumerated = schema["properties"][top]["enum"].get<std::vector<std::string>>();
-          std::sort(allowed.begin(), allowed.end());
-          std::sort(enumerated.begin(), enumerated.end());
-          CHECK(allowed == enumerated);
+        if (!o.defaultValue.is_null()) {
+          CHECK(schema["properties"][top]["default"] == o.defaultValue);
+          auto error = schemas.validate(o.defaultValue, spec->schemaPath(), "/properties/" + top);
+          CHECK_FALSE(error.has_value());
+          CHECK(graphrw::optionDefault(spec->name, o.key) == o.defaultValue);
         }
       }
       CHECK_FALSE(spec->summary.empty());
       CHECK(spec->examples.size() >= 2);
+      // buildPass() refuses (exit 70) a pass whose name() differs from its declaration: the case below builds it.
 
-      // Subcommand: generated, with every option and the examples.
+      // Subcommand: generated, with every flag and the examples.
       auto help = run(graphrw::test::graphrwBin() + " " + spec->name + " --help");
       CHECK(help.status == 0);
-      for (const auto& o : spec->options) CHECK_THAT(help.out, Catch::Contains(longFlag(o.flags)));
+      for (const auto& o : spec->options)
+        if (!o.flags.empty()) CHECK_THAT(help.out, Catch::Contains(longFlag(o.flags)));
       CHECK_THAT(help.out, Catch::Contains("Examples:") && Catch::Contains(spec->examples.front()));
 
-      // Docs: a section of its own.
+      // Docs: a section of its own, holding the options table made from the declaration.
       CHECK_THAT(docs, Catch::Contains("\n## " + spec->name + "\n"));
+      CHECK_THAT(docs, Catch::Contains(graphrw::optionsMarkdown(*spec)));
 
       // A case: command and rule file write the same bytes, and they differ from the input.
       fs::path casePath = kRoot / "tests" / "passes" / "cases" / (spec->name + ".json");
@@ -95,7 +105,13 @@ TEST_CASE("every registered pass has a schema, a subcommand, docs and a case its
       if (c.contains("model_text")) {  // ONNX's textual syntax, lines joined
         std::string text;
         for (const auto& line : c["model_text"]) text += line.get<std::string>() + "\n";
-        graphrw::test::writeProto(graphrw::test::parseModel(text), dir / "model.onnx");
+        auto proto = graphrw::test::parseModel(text);
+        // "doc_strings": TEXT on the model and every node of its main graph (the text syntax has none).
+        if (c.contains("doc_strings")) {
+          proto.set_doc_string(c["doc_strings"].get<std::string>());
+          for (auto& n : *proto.mutable_graph()->mutable_node()) n.set_doc_string(c["doc_strings"].get<std::string>());
+        }
+        graphrw::test::writeProto(proto, dir / "model.onnx");
         input = dir / "model.onnx";
       } else {
         input = kRoot / c["model"].get<std::string>();
