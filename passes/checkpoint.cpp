@@ -23,6 +23,14 @@ class CheckpointRun {
   CheckpointRun(const CheckpointOptions& options, Rewriter& rw) : options_(options), rw_(&rw) {}
 
   void run(Model& model, PassContext& context) {
+    // PopART refuses user Recompute marks in a pipelined model
+    // (willow/src/transforms/pipeline.cpp:1344, Graph::hasUserRecomputeOps).
+    if (options_.mode == CheckpointOptions::Mode::Recompute)
+      for (const auto& n : model.graph().nodes())
+        if (const Attribute* a = n->attribute("__pipeline_stage"))
+          usageError("checkpoint --mode recompute: the model is placed in pipeline stages (" + nodeLabel(*n) + " has " +
+                     a->name() + "); PopART refuses user recomputation marks when pipelining "
+                     "(transforms/pipeline.cpp:1344): use --mode checkpoint");
     model.walkGraphs([&](Graph& g) { graphs_.push_back(&g); });
     // Blocks are found before any edit: a checkpoint added in one graph is not a match in another.
     std::vector<std::pair<Graph*, std::vector<Block>>> work;

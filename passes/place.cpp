@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "analysis/attributes.h"
+#include "analysis/popart.h"
 #include "io/writer.h"
 #include "support/error.h"
 
@@ -77,13 +78,11 @@ class PlaceRun {
         }
     }
 
-    size_t stages = std::max<size_t>(options_.stages.size(), 1);
-    std::vector<int64_t> ipus = options_.ipus;
-    if (ipus.empty())
-      for (size_t i = 0; i < stages; ++i) ipus.push_back(static_cast<int64_t>(i));
-    if (ipus.size() != stages)
-      usageError("place: " + std::to_string(ipus.size()) + " IPUs given for " + std::to_string(stages) + " stage" +
-                 (stages == 1 ? "" : "s"));
+    std::vector<int64_t> ipus = stageIpus();
+    if (options_.pipeline && !options_.stages.empty()) {
+      checkNoRecomputeMarks(nodes);
+      checkWeightsOnOneIpu(stage, ipus);
+    }
 
     std::map<int64_t, size_t> perStage, perIpu;
     size_t written = 0;
@@ -106,6 +105,69 @@ class PlaceRun {
   }
 
  private:
+  // The IPU of each stage: as given, else stage i on IPU i.
+  std::vector<int64_t> stageIpus() const {
+    size_t stages = std::max<size_t>(options_.stages.size(), 1);
+    std::vector<int64_t> ipus = options_.ipus;
+    if (ipus.empty())
+      for (size_t i = 0; i < stages; ++i) ipus.push_back(static_cast<int64_t>(i));
+    if (ipus.size() != stages)
+      usageError("place: " + std::to_string(ipus.size()) + " IPUs given for " + std::to_string(stages) + " stage" +
+                 (stages == 1 ? "" : "s"));
+    return ipus;
+  }
+
+  // PopART refuses user Recompute marks when pipelining
+  // (willow/src/transforms/pipeline.cpp:1344, Graph::hasUserRecomputeOps).
+  void checkNoRecomputeMarks(const std::vector<Node*>& nodes) {
+    size_t marked = 0;
+    const Node* first = nullptr;
+    for (const Node* n : nodes)
+      if (popart::recomputeType(*n) == popart::kRecompute && marked++ == 0) first = n;
+    if (marked)
+      usageError("place: " + std::to_string(marked) + " op" + (marked == 1 ? " is" : "s are") +
+                 " marked Recompute (e.g. " + nodeLabel(*first) + "); PopART refuses user recomputation marks "
+                 "when pipelining (transforms/pipeline.cpp:1344): mark checkpoints instead (checkpoint --mode "
+                 "checkpoint), or place with --no-pipeline");
+  }
+
+  // PopART cannot copy a weight (a Variable) between IPUs when pipelining
+  // (willow/src/transforms/pipeline.cpp:142): every stage reading one weight
+  // must be on one IPU. The refusal names the weight, its readers and their
+  // stages, and the --ipus that puts each group of stages sharing a weight on
+  // the IPU of its first stage (a tied MLM head: its stage on the embedding's IPU).
+  void checkWeightsOnOneIpu(const std::unordered_map<const Node*, size_t>& stage, const std::vector<int64_t>& ipus) {
+    std::vector<size_t> group(ipus.size());  // union of stages sharing a weight, by their lowest stage
+    for (size_t i = 0; i < group.size(); ++i) group[i] = i;
+    std::function<size_t(size_t)> root = [&](size_t s) { return group[s] == s ? s : group[s] = root(group[s]); };
+    std::string first;
+    for (const auto& init : model_.graph().initializers()) {
+      std::map<size_t, const Node*> readers;  // stage -> first reader
+      for (const Use& u : init.value->uses()) {
+        const Node* owner = u.node;
+        while (owner && owner->graph() != &model_.graph()) owner = owner->graph()->parentNode();
+        if (!owner || popart::foldedAtImport(owner->opType())) continue;
+        if (auto s = stage.find(owner); s != stage.end()) readers.emplace(s->second, owner);
+      }
+      std::set<int64_t> on;
+      for (const auto& [s, _] : readers) on.insert(ipus[s]);
+      if (on.size() < 2) continue;
+      for (const auto& [s, _] : readers) {
+        size_t a = root(s), b = root(readers.begin()->first);
+        group[std::max(a, b)] = std::min(a, b);
+      }
+      if (!first.empty()) continue;
+      first = "weight '" + init.value->name() + "' is read by";
+      for (const auto& [s, n] : readers)
+        first += " " + nodeLabel(*n) + " (stage " + std::to_string(s) + ", IPU " + std::to_string(ipus[s]) + ")";
+    }
+    if (first.empty()) return;
+    std::string suggestion;
+    for (size_t s = 0; s < ipus.size(); ++s) suggestion += (s ? "," : "") + std::to_string(ipus[root(s)]);
+    usageError("place: " + first + "; PopART cannot copy a weight between IPUs when pipelining "
+               "(transforms/pipeline.cpp:142): put the stages that read it on one IPU, e.g. --ipus " + suggestion);
+  }
+
   // Unmatched nodes follow their data: the latest stage among their producers;
   // nodes with no placed producer (constants, shape computations on graph
   // inputs) take the earliest stage among their consumers; what is left

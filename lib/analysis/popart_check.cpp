@@ -12,6 +12,7 @@
 #include "analysis/fold.h"
 #include "analysis/graphcore_ops.h"
 #include "analysis/popart.h"
+#include "analysis/popart_placed.h"
 
 namespace graphrw::popart {
 
@@ -104,6 +105,7 @@ class Checker {
     walk(model_.graph(), nullptr);
     checkPlacement();
     checkCallees();
+    checkPlacedModel(model_, findings_);
     std::stable_sort(findings_.begin(), findings_.end(), [](const Finding& a, const Finding& b) {
       return rank(a.check) < rank(b.check);
     });
@@ -406,10 +408,10 @@ class Checker {
 
 const std::vector<std::string>& findingClasses() {
   static const std::vector<std::string> classes = {
-      "ir-version", "opset",          "domain",        "functions",          "dynamic-shape",
-      "op",         "graphcore-op",   "attribute",     "placement",          "stage-ipu",
-      "stage-order", "callee-placement", "callee-name", "callee-initializer", "callee-checkpoint",
-      "callee-shape-operand"};
+      "ir-version",         "opset",          "domain",         "functions",         "dynamic-shape",
+      "op",                 "graphcore-op",   "attribute",      "groupnorm-params",  "placement",
+      "stage-ipu",          "stage-order",    "weight-ipus",    "pipeline-recompute", "callee-placement",
+      "callee-name",        "callee-initializer", "callee-checkpoint", "callee-shape-operand", "shape-operand"};
   return classes;
 }
 

@@ -9,6 +9,7 @@
 #include "helpers.h"
 #include "io/loader.h"
 #include "io/writer.h"
+#include "passes/checkpoint.h"
 #include "passes/place.h"
 #include "support.h"
 #include "support/error.h"
@@ -167,4 +168,88 @@ TEST_CASE("place: after the PopART rule file, Calls and their callees are placed
   for (const auto& f : popart::checkImport(*model)) findings += f.check + ": " + f.where + ": " + f.message + "\n";
   INFO(findings);
   CHECK(findings.empty());
+}
+
+namespace {
+
+// A tied head: the embedding table E is read by the first stage's Gather and
+// the last stage's MatMul (the MLM head), as PyTorch exports a tied BERT.
+onnx::ModelProto tiedHead() {
+  auto m = parseModel(R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (int64[2] ids) => (float[2, 5] y) <float[5, 3] E = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}> {
+  h = Gather (E, ids)
+  a = Relu (h)
+  b = Tanh (a)
+  c = Sigmoid (b)
+  Et = Transpose (E)
+  y = MatMul (c, Et)
+}
+)");
+  const char* names[] = {"/embeddings/Gather", "/layer.0/Relu", "/layer.1/Tanh", "/layer.2/Sigmoid", "/head/Transpose",
+                         "/head/MatMul"};
+  for (int i = 0; i < m.graph().node_size(); ++i) m.mutable_graph()->mutable_node(i)->set_name(names[i]);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("place refuses a weight read on two IPUs while pipelining, and says which --ipus would do", "[place][training]") {
+  auto m = tiedHead();
+  auto four = stages({"scope=/embeddings/", "scope=/layer.0/", "scope=/layer.1/", "scope=/layer.2/|scope=/head/"});
+  try {
+    runPass(m, passes::createPlacePass(four));
+    FAIL("placed");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::Usage);
+    CHECK_THAT(e.what(), Catch::Contains("weight 'E' is read by") && Catch::Contains("'/embeddings/Gather'") &&
+                             Catch::Contains("'/head/Transpose'") &&
+                             Catch::Contains("(stage 0, IPU 0)") && Catch::Contains("(stage 3, IPU 3)") &&
+                             Catch::Contains("pipeline.cpp:142") && Catch::Contains("--ipus 0,1,2,0"));
+  }
+  // What it suggests places the model, and PopART's import would take it.
+  auto suggested = four;
+  suggested.ipus = {0, 1, 2, 0};
+  auto placed = runPass(m, passes::createPlacePass(suggested));
+  INFO(toProto(*placed).DebugString());
+  CHECK(popart::checkImport(*placed).empty());
+  // Without pipelining (sharding) a weight may be read on two IPUs.
+  auto sharded = four;
+  sharded.pipeline = false;
+  CHECK_NOTHROW(runPass(m, passes::createPlacePass(sharded)));
+}
+
+TEST_CASE("place and checkpoint --mode recompute refuse each other, in either order", "[place][checkpoint][training]") {
+  // Recompute marks, then pipeline stages.
+  auto marked = chain();
+  for (auto& n : *marked.mutable_graph()->mutable_node()) {
+    auto* a = n.add_attribute();
+    a->set_name("__recompute_output_in_backward_pass");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(2);
+  }
+  try {
+    runPass(marked, passes::createPlacePass(stages({"scope=/l0/", "scope=/l1/"})));
+    FAIL("placed");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::Usage);
+    CHECK_THAT(e.what(), Catch::Contains("marked Recompute") && Catch::Contains("pipeline.cpp:1344"));
+  }
+  // Pipeline stages, then Recompute marks.
+  auto placed = runPass(chain(), passes::createPlacePass(stages({"scope=/l0/", "scope=/l1/"})));
+  passes::CheckpointOptions recompute;
+  recompute.after = sel("scope=/l0/");
+  recompute.mode = passes::CheckpointOptions::Mode::Recompute;
+  try {
+    runPass(toProto(*placed), passes::createCheckpointPass(recompute));
+    FAIL("marked");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::Usage);
+    CHECK_THAT(e.what(), Catch::Contains("placed in pipeline stages") && Catch::Contains("pipeline.cpp:1344"));
+  }
+  // Checkpoints are what pipelining takes.
+  passes::CheckpointOptions checkpoint;
+  checkpoint.after = sel("scope=/l0/");
+  auto checkpointed = runPass(toProto(*placed), passes::createCheckpointPass(checkpoint));
+  CHECK(popart::checkImport(*checkpointed).empty());
 }

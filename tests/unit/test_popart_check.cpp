@@ -4,6 +4,8 @@
 
 #include <onnx/defs/schema.h>
 
+#include <set>
+
 #include "analysis/graphcore_ops.h"
 #include "analysis/popart.h"
 #include "analysis/popart_check.h"
@@ -413,4 +415,188 @@ g (float[4, 8] x, int32[1] o) => (float[1, 8] y) { y = Gather(x, o) }
   auto old = test::run(replace + " --set size=[1] -o " + (dir / "old.onnx").string());
   CHECK(old.status == 2);
   CHECK_THAT(old.err, Catch::Contains("has no attribute 'size' (did you mean 'sizes'?)"));
+}
+
+namespace {
+
+// The classes of all findings, so a test can check that a model fails for its
+// own reason and nothing else.
+std::set<std::string> classes(const ir::Model& m) {
+  std::set<std::string> out;
+  for (const auto& f : popart::checkImport(m)) out.insert(f.check);
+  return out;
+}
+
+// A model whose one Call gets the main graph of `callee` as its body.
+std::unique_ptr<ir::Model> withCallee(const std::string& text, const std::string& callee) {
+  onnx::ModelProto m = test::parseModel(text);
+  for (auto& n : *m.mutable_graph()->mutable_node()) {
+    if (n.op_type() != "Call") continue;
+    n.set_name("call");
+    auto* a = n.add_attribute();
+    a->set_name("callee");
+    a->set_type(onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = test::parseModel(callee).graph();
+  }
+  return loadModel(m);
+}
+
+const char* kTwoStages = R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[2, 2] x) => (float[2, 2] y) <float[2, 2] W = {1, 2, 3, 4}> {
+  a = MatMul <__ipu_number = 0, __pipeline_stage = 0> (x, W)
+  y = MatMul <__ipu_number = IPU, __pipeline_stage = 1> (a, W)
+}
+)";
+
+std::string withIpu(std::string text, const std::string& ipu) { return text.replace(text.find("IPU"), 3, ipu); }
+
+}  // namespace
+
+TEST_CASE("popart: a weight read on two IPUs while pipelining", "[popart][training]") {
+  auto split = model(withIpu(kTwoStages, "1"));
+  INFO(all(*split));
+  REQUIRE(findings(*split, "weight-ipus").size() == 1);
+  CHECK_THAT(findings(*split, "weight-ipus")[0], Catch::Contains("initializer 'W': is read on IPU 0") &&
+                                                     Catch::Contains("IPU 1") && Catch::Contains("stage 1") &&
+                                                     Catch::Contains("pipeline.cpp:142"));
+  CHECK(classes(*split) == std::set<std::string>{"weight-ipus"});
+  // Both stages on one IPU: nothing to copy.
+  auto together = model(withIpu(kTwoStages, "0"));
+  INFO(all(*together));
+  CHECK(popart::checkImport(*together).empty());
+  // Two IPUs without pipelining (sharding): PopART copies the weight.
+  auto sharded = model(R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[2, 2] x) => (float[2, 2] y) <float[2, 2] W = {1, 2, 3, 4}> {
+  a = MatMul <__ipu_number = 0> (x, W)
+  y = MatMul <__ipu_number = 1> (a, W)
+}
+)");
+  CHECK(popart::checkImport(*sharded).empty());
+}
+
+TEST_CASE("popart: Recompute marks while pipelining, checkpoints are fine", "[popart][training]") {
+  const char* text = R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[2] x) => (float[2] y) {
+  a = Relu <__ipu_number = 0, __pipeline_stage = 0, __recompute_output_in_backward_pass = MARK> (x)
+  b = Sigmoid <__ipu_number = 0, __pipeline_stage = 0, __recompute_output_in_backward_pass = MARK> (a)
+  y = Relu <__ipu_number = 1, __pipeline_stage = 1> (b)
+}
+)";
+  auto mark = [&](const std::string& value) {
+    std::string t = text;
+    for (size_t at; (at = t.find("MARK")) != std::string::npos;) t.replace(at, 4, value);
+    return model(t);
+  };
+  auto recompute = mark("2");
+  INFO(all(*recompute));
+  REQUIRE(findings(*recompute, "pipeline-recompute").size() == 1);
+  CHECK_THAT(findings(*recompute, "pipeline-recompute")[0],
+             Catch::Contains("2 ops are marked Recompute") && Catch::Contains("pipeline.cpp:1344"));
+  CHECK(classes(*recompute) == std::set<std::string>{"pipeline-recompute"});
+  CHECK(popart::checkImport(*mark("1")).empty());  // Checkpoint marks
+  // Without pipelining, Recompute marks are PopART's to use.
+  std::string unstaged = text;
+  for (size_t at; (at = unstaged.find(", __pipeline_stage = ")) != std::string::npos;) unstaged.erase(at, 22);
+  for (size_t at; (at = unstaged.find("MARK")) != std::string::npos;) unstaged.replace(at, 4, "2");
+  auto sharded = model(unstaged);
+  INFO(all(*sharded));
+  CHECK(popart::checkImport(*sharded).empty());
+}
+
+TEST_CASE("popart: a shape operand computed from a graph input, directly or through a Call", "[popart][training]") {
+  auto direct = model(R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[2, 3] x, int64[2] s) => (float[3, 2] y) {
+  t = Cast <to = 7> (s)
+  y = Reshape (x, t)
+}
+)");
+  INFO(all(*direct));
+  REQUIRE(findings(*direct, "shape-operand").size() == 1);
+  CHECK_THAT(findings(*direct, "shape-operand")[0],
+             Catch::Contains("input 1 ('t') is computed from the graph input 's'") && Catch::Contains("op.cpp:1246"));
+  CHECK(classes(*direct) == std::set<std::string>{"shape-operand"});
+
+  const char* body = R"(
+<ir_version: 6, opset_import: ["" : 11]>
+body (float[2, 3] a, int64[2] b) => (float[3, 2] c) {
+  c = Reshape (a, b)
+}
+)";
+  auto throughCall = withCallee(R"(
+<ir_version: 6, opset_import: ["" : 11, "ai.graphcore" : 1]>
+g (float[2, 3] x, int64[2] s) => (float[3, 2] y) {
+  y = ai.graphcore.Call <num_outputs = 1> (x, s)
+}
+)", body);
+  INFO(all(*throughCall));
+  REQUIRE(findings(*throughCall, "shape-operand").size() == 1);
+  CHECK_THAT(findings(*throughCall, "shape-operand")[0], Catch::Contains("computed from the graph input 's'"));
+  CHECK(classes(*throughCall) == std::set<std::string>{"shape-operand"});
+
+  // Constant data: an initializer passed to the Call, and a Shape PopART folds at import.
+  auto constant = withCallee(R"(
+<ir_version: 6, opset_import: ["" : 11, "ai.graphcore" : 1]>
+g (float[2, 3] x, float[3, 2] z) => (float[3, 2] y, float[3, 2] w) <int64[2] s = {3, 2}> {
+  y = ai.graphcore.Call <num_outputs = 1> (x, s)
+  shape = Shape (z)
+  w = Reshape (x, shape)
+}
+)", body);
+  INFO(all(*constant));
+  CHECK(popart::checkImport(*constant).empty());
+}
+
+TEST_CASE("popart: placement is all or none over every graph, callees included", "[popart][training]") {
+  const char* callee = R"(
+<ir_version: 6, opset_import: ["" : 11]>
+body (float[2] a) => (float[2] c) {
+  c = Relu <__ipu_number = 1> (a)
+}
+)";
+  auto placedInside = withCallee(R"(
+<ir_version: 6, opset_import: ["" : 11, "ai.graphcore" : 1]>
+g (float[2] x) => (float[2] y) {
+  y = ai.graphcore.Call <num_outputs = 1> (x)
+}
+)", callee);
+  INFO(all(*placedInside));
+  REQUIRE(findings(*placedInside, "placement").size() == 1);
+  CHECK_THAT(findings(*placedInside, "placement")[0],
+             Catch::Contains("inside a subgraph while no op of the main graph has one") && Catch::Contains("ir.cpp:1971"));
+  CHECK(classes(*placedInside) == std::set<std::string>{"placement"});
+  auto placedBoth = withCallee(R"(
+<ir_version: 6, opset_import: ["" : 11, "ai.graphcore" : 1]>
+g (float[2] x) => (float[2] y) {
+  y = ai.graphcore.Call <num_outputs = 1, __ipu_number = 1> (x)
+}
+)", callee);
+  INFO(all(*placedBoth));
+  CHECK(popart::checkImport(*placedBoth).empty());
+}
+
+TEST_CASE("popart: GroupNormalization's scale and bias are one value per channel", "[popart][training]") {
+  const char* text = R"(
+<ir_version: 6, opset_import: ["" : 11, "ai.graphcore" : 1]>
+g (float[2, 4, 3] x) => (float[2, 4, 3] y) <float[SCALE] s = {1, 1, 1, 1}, float[4] b = {0, 0, 0, 0}> {
+  y, mean, invstd = ai.graphcore.GroupNormalization <num_groups = 2, epsilon = 0.001> (x, s, b)
+}
+)";
+  auto scale = [&](const std::string& shape) {
+    std::string t = text;
+    return model(t.replace(t.find("SCALE"), 5, shape));
+  };
+  auto broadcast = scale("1, 4");
+  INFO(all(*broadcast));
+  REQUIRE(findings(*broadcast, "groupnorm-params").size() == 1);
+  CHECK_THAT(findings(*broadcast, "groupnorm-params")[0],
+             Catch::Contains("scale 's' has shape [1,4]") && Catch::Contains("shape [4]") &&
+                 Catch::Contains("groupnormx.cpp:62"));
+  CHECK(classes(*broadcast) == std::set<std::string>{"groupnorm-params"});
+  auto perChannel = scale("4");
+  INFO(all(*perChannel));
+  CHECK(popart::checkImport(*perChannel).empty());
 }
