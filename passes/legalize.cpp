@@ -141,6 +141,7 @@ class LegalizePass final : public Pass {
     for (const Pattern& p : patterns_)
       if (size_t n = p.rewrite(model, rw, model.graph())) rewritten[p.name()] = rewritten.value(p.name(), 0) + n;
     steps["patterns"] = rewritten;
+    if (size_t added = zeroBiases(rw, model)) steps["layernorm_zero_bias"] = added;
     step("replace", createReplacePass(replace_));
 
     int64_t opset = data.json.value("opset", 11);
@@ -176,6 +177,46 @@ class LegalizePass final : public Pass {
   }
 
  private:
+  // A LayerNormalization without bias (PyTorch's bias=False) gets a zero one,
+  // as a Constant (not a weight PopART would train), of its scale's shape, so
+  // that the replacement's GroupNormalization has its three inputs. Returns
+  // how many; a scale of unknown shape is a refusal naming the node.
+  static size_t zeroBiases(Rewriter& rw, Model& model) {
+    std::vector<Node*> lacking;
+    model.graph().walkGraphs([&](Graph& g) {
+      for (const auto& n : g.nodes())
+        if (isDefaultDomain(n->domain()) && n->opType() == "LayerNormalization" && !n->input(2)) lacking.push_back(n.get());
+    });
+    for (Node* n : lacking) {
+      const Value* scale = n->input(1);
+      const onnx::TypeProto* t = scale ? scale->type() : nullptr;
+      std::vector<int64_t> dims;
+      bool known = t && t->has_tensor_type() && t->tensor_type().has_shape();
+      if (known)
+        for (const auto& d : t->tensor_type().shape().dim()) {
+          if (!d.has_dim_value()) known = false;
+          dims.push_back(d.dim_value());
+        }
+      if (!known)
+        fail(ExitCode::Unsupported, "legalize: " + nodeLabel(*n) + " has no bias and its scale's shape is not known; "
+                                    "PopART's GroupNormalization needs a bias of the scale's shape");
+      int64_t count = 1;
+      for (int64_t d : dims) count *= d;
+      onnx::AttributeProto value;
+      value.set_name("value");
+      value.set_type(onnx::AttributeProto::TENSOR);
+      auto* zeros = value.mutable_t();
+      zeros->set_data_type(t->tensor_type().elem_type());
+      for (int64_t d : dims) zeros->add_dims(d);
+      zeros->set_raw_data(std::string(static_cast<size_t>(count) * elementSize(zeros->data_type()), '\0'));
+      std::string base = (n->name().empty() ? std::string("LayerNormalization") : n->name()) + "/zero_bias";
+      Node* c = rw.createNode(*n->graph(), n, {base, "Constant", "", {}, {base}});
+      rw.setAttribute(c, value);
+      rw.setInput(n, 2, c->output(0));
+    }
+    return lacking.size();
+  }
+
   LegalizeOptions options_;
   std::vector<Pattern> patterns_;
   ReplaceOptions replace_;

@@ -402,3 +402,40 @@ g (float[2, 4] x) => (float[2, 4] y1, float[2, 4] y2, float[2, 4] y3, float[2, 4
   CHECK(popart::checkImport(*reloaded(*out)).empty());
   checkSameMaths(m, mapBack(*out), 1e-5);
 }
+
+TEST_CASE("legalize: LayerNormalization without bias, and with a scale and bias that broadcast", "[legalize][popart]") {
+  // PyTorch 2.1's LayerNorm(bias=False): a zero bias, the same maths.
+  auto noBias = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3, 4] x) => (float[2, 3, 4] y) <float[4] s = {1.0, 2.0, 0.5, -1.0}> {
+  y = LayerNormalization <axis = -1, epsilon = 0.001> (x, s)
+}
+)");
+  nlohmann::json report;
+  auto legal = runPass(noBias, passes::createLegalizePass({}), &report);
+  INFO(report.dump());
+  CHECK(report["steps"]["layernorm_zero_bias"] == 1);
+  CHECK(countOp(toProto(*legal), "GroupNormalization") == 1);
+  CHECK(popart::checkImport(*reloaded(*legal)).empty());
+  checkSameMaths(noBias, mapBack(*legal), 1e-4);
+
+  // Normalised over the last two dimensions with a scale and bias of the last
+  // one only: they broadcast to [3, 4]; the same maths as written out in full.
+  auto broadcast = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3, 4] x) => (float[2, 3, 4] y) <float[4] s = {1.0, 2.0, 0.5, -1.0}, float[4] b = {0.0, 0.1, -0.2, 3.0}> {
+  y = LayerNormalization <axis = -2, epsilon = 0.001> (x, s, b)
+}
+)");
+  auto full = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3, 4] x) => (float[2, 3, 4] y)
+    <float[3, 4] s = {1.0, 2.0, 0.5, -1.0, 1.0, 2.0, 0.5, -1.0, 1.0, 2.0, 0.5, -1.0},
+     float[3, 4] b = {0.0, 0.1, -0.2, 3.0, 0.0, 0.1, -0.2, 3.0, 0.0, 0.1, -0.2, 3.0}> {
+  y = LayerNormalization <axis = -2, epsilon = 0.001> (x, s, b)
+}
+)");
+  auto legalBroadcast = runPass(broadcast, passes::createLegalizePass({}));
+  CHECK(popart::checkImport(*reloaded(*legalBroadcast)).empty());
+  checkSameMaths(full, mapBack(*legalBroadcast), 1e-4);
+}
