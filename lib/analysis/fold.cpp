@@ -1,5 +1,7 @@
 #include "analysis/fold.h"
 
+#include <limits>
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -178,13 +180,27 @@ HostTensor binary(const std::string& op, const HostTensor& a, const HostTensor& 
       if (db[d] != 1) ib += idx[d] * sb[d];
     }
     T x = load<T>(a.data, static_cast<size_t>(ia)), y = load<T>(b.data, static_cast<size_t>(ib)), r{};
-    if (op == "Add") r = x + y;
-    else if (op == "Sub") r = x - y;
-    else if (op == "Mul") r = x * y;
-    else {
-      if constexpr (std::is_integral_v<T>)
+    if constexpr (std::is_integral_v<T>) {
+      // Integers wrap as a runtime's two's complement arithmetic does (in
+      // 64-bit unsigned arithmetic, where overflow is defined); a division
+      // by zero or the one signed quotient that does not fit (MIN / -1)
+      // is refused, as the runtime would trap on it.
+      const auto ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
+      if (op == "Add") r = static_cast<T>(ux + uy);
+      else if (op == "Sub") r = static_cast<T>(ux - uy);
+      else if (op == "Mul") r = static_cast<T>(ux * uy);
+      else {
         if (y == 0) badInput("Div: integer division by zero");
-      r = x / y;
+        if constexpr (std::is_signed_v<T>)
+          if (y == T(-1) && x == std::numeric_limits<T>::min())
+            badInput("Div: integer overflow (" + std::to_string(x) + " / -1 does not fit " + dataTypeName(a.type) + ")");
+        r = static_cast<T>(x / y);
+      }
+    } else {
+      if (op == "Add") r = x + y;
+      else if (op == "Sub") r = x - y;
+      else if (op == "Mul") r = x * y;
+      else r = x / y;
     }
     store<T>(out.data, static_cast<size_t>(o), r);
     for (size_t d = rank; d-- > 0;) {
@@ -370,7 +386,13 @@ std::optional<std::vector<HostTensor>> evaluate(const Node& n, const std::vector
     HostTensor out = x;
     dispatch(x.type, [&](auto t) {
       using T = decltype(t);
-      for (size_t i = 0; i < static_cast<size_t>(x.count()); ++i) store<T>(out.data, i, static_cast<T>(-load<T>(x.data, i)));
+      for (size_t i = 0; i < static_cast<size_t>(x.count()); ++i) {
+        T v = load<T>(x.data, i);
+        if constexpr (std::is_integral_v<T>)
+          store<T>(out.data, i, static_cast<T>(uint64_t{0} - static_cast<uint64_t>(v)));  // MIN wraps to MIN, no overflow
+        else
+          store<T>(out.data, i, static_cast<T>(-v));
+      }
       return 0;
     });
     return std::vector<HostTensor>{out};

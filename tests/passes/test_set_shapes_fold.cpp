@@ -1,5 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <cstring>
+#include <limits>
+#include <map>
+
 #include "driver/pass_manager.h"
 #include "helpers.h"
 #include "io/loader.h"
@@ -147,4 +151,63 @@ g (float[2] x) => (float[64,64] y, float[2] z) <int64[2] big = {64, 64}, float[2
   CHECK(opCounts(out)["ai.onnx::ConstantOfShape"] == 1);
   CHECK(opCounts(out).count("ai.onnx::Neg") == 0);
   checkSameMaths(m, out);
+}
+
+TEST_CASE("fold: integer overflow wraps as a runtime's does, MIN / -1 and division by zero are refused", "[fold]") {
+  // int64 and int32: MAX + 1, MIN - 1, MAX * 2 and -MIN wrap (two's complement), never undefined behaviour.
+  auto wraps = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g () => (int64[4] y, int32[1] z)
+    <int64[4] a = {9223372036854775807, -9223372036854775807, 9223372036854775807, 5},
+     int64[4] b = {1, -2, 2, 3}, int32[1] m = {-2147483648}> {
+  s = Add (a, b)
+  y = Mul (s, b)
+  z = Neg (m)
+}
+)");
+  auto folded = runPass(wraps, passes::createFoldPass({}));
+  auto proto = toProto(*folded);
+  REQUIRE(proto.graph().initializer_size() >= 2);
+  std::map<std::string, std::vector<int64_t>> values;
+  for (const auto& t : proto.graph().initializer()) {
+    std::vector<int64_t> v;
+    if (t.data_type() == onnx::TensorProto::INT64)
+      for (size_t i = 0; i < t.raw_data().size() / 8; ++i) {
+        int64_t x;
+        std::memcpy(&x, t.raw_data().data() + 8 * i, 8);
+        v.push_back(x);
+      }
+    if (t.data_type() == onnx::TensorProto::INT32)
+      for (size_t i = 0; i < t.raw_data().size() / 4; ++i) {
+        int32_t x;
+        std::memcpy(&x, t.raw_data().data() + 4 * i, 4);
+        v.push_back(x);
+      }
+    values[t.name()] = v;
+  }
+  const int64_t min64 = std::numeric_limits<int64_t>::min(), max64 = std::numeric_limits<int64_t>::max();
+  // The sums and products modulo 2^64, as ONNX Runtime's kernels compute them on two's complement machines.
+  auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+  const std::vector<int64_t> expected = {
+      min64,                                                              // (MAX + 1) * 1
+      static_cast<int64_t>((u(-max64) + u(-2)) * u(-2)),                  // (-MAX - 2) * -2
+      static_cast<int64_t>((u(max64) + u(2)) * u(2)),                     // (MAX + 2) * 2
+      24};                                                                // (5 + 3) * 3
+  REQUIRE(values.count("y"));
+  CHECK(values["y"] == expected);
+  REQUIRE(values.count("z"));
+  CHECK(values["z"] == std::vector<int64_t>{std::numeric_limits<int32_t>::min()});
+
+  for (const char* type : {"int64", "int32"}) {
+    std::string min = std::string(type) == "int64" ? "-9223372036854775808" : "-2147483648";
+    auto overflow = parseModel("<ir_version: 8, opset_import: [\"\" : 17]>\ng () => (" + std::string(type) +
+                               "[1] y) <" + type + "[1] a = {" + min + "}, " + type + "[1] b = {-1}> {\n  y = Div (a, b)\n}\n");
+    try {
+      runPass(overflow, passes::createFoldPass({}));
+      FAIL("folded " << type << " MIN / -1");
+    } catch (const Error& e) {
+      CHECK(e.code() == ExitCode::BadInput);
+      CHECK_THAT(e.what(), Catch::Contains("integer overflow") && Catch::Contains("/ -1"));
+    }
+  }
 }
