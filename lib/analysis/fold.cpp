@@ -140,6 +140,13 @@ HostTensor transpose(const HostTensor& in, std::vector<int64_t> perm) {
   if (perm.empty())
     for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
   if (perm.size() != rank) badInput("Transpose: perm has " + std::to_string(perm.size()) + " axes, the tensor " + std::to_string(rank));
+  std::vector<bool> seen(rank, false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(p)])
+      badInput("Transpose: perm is not a permutation of 0.." + std::to_string(rank - 1) + " (" + std::to_string(p) +
+               (p >= 0 && p < static_cast<int64_t>(rank) ? " repeated)" : " out of range)"));
+    seen[static_cast<size_t>(p)] = true;
+  }
   size_t es = elementSize(in.type);
   std::vector<int64_t> outDims(rank);
   for (size_t i = 0; i < rank; ++i) outDims[i] = in.dims[static_cast<size_t>(perm[i])];
@@ -268,6 +275,14 @@ std::optional<std::vector<HostTensor>> evaluate(const Node& n, const std::vector
   if (op == "Squeeze" || op == "Unsqueeze") {
     auto axes = axesFrom(n, in, 1);
     HostTensor out = x;
+    size_t axesRank = op == "Squeeze" ? x.dims.size() : x.dims.size() + axes.size();
+    std::vector<int64_t> normalised;
+    for (int64_t a : axes) {
+      int64_t k = normAxis(a, axesRank, op.c_str());
+      if (std::find(normalised.begin(), normalised.end(), k) != normalised.end())
+        badInput(op + ": axis " + std::to_string(a) + " is given twice");
+      normalised.push_back(k);
+    }
     if (op == "Squeeze") {
       std::vector<int64_t> dims;
       for (auto& a : axes) a = normAxis(a, x.dims.size(), "Squeeze");

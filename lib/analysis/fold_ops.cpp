@@ -141,6 +141,8 @@ std::optional<std::vector<HostTensor>> evaluateShapeOp(const Node& n, const std:
       T s = load<T>(x.data, 0), l = load<T>(limit.data, 0), d = load<T>(delta.data, 0);
       if (d == T{}) badInput("Range: delta is 0");
       double count = std::ceil((static_cast<double>(l) - static_cast<double>(s)) / static_cast<double>(d));
+      if (!std::isfinite(count)) badInput("Range: start, limit and delta must be finite numbers");
+      if (count > 4e18) return refuse("Range: the result is over the size limit");
       int64_t k = std::max<int64_t>(0, static_cast<int64_t>(count));
       if (tooLarge({k}, sizeof(T))) return refuse("Range: the result is over the size limit");
       HostTensor out{x.type, {k}, std::string(static_cast<size_t>(k) * sizeof(T), '\0')};

@@ -211,3 +211,37 @@ g () => (int64[4] y, int32[1] z)
     }
   }
 }
+
+TEST_CASE("fold refuses nodes that are not valid instead of writing inconsistent tensors", "[fold]") {
+  struct Case {
+    const char* body;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"y = Transpose <perm = [0, 0]> (a)", "perm is not a permutation of 0..1 (0 repeated)"},
+      {"y = Transpose <perm = [0, 5]> (a)", "(5 out of range)"},
+      {"y = Unsqueeze (a, axes)", "Unsqueeze: axis 0 is given twice"},
+      {"y = Range (start, nan, one)", "Range: start, limit and delta must be finite numbers"},
+      {"y = Range (start, inf, one)", "Range: start, limit and delta must be finite numbers"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.body);
+    auto m = parseModel(std::string(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g () => (float[?] y) <float[2, 3] a = {1, 2, 3, 4, 5, 6}, int64[2] axes = {0, 0}, float start = {0.0},
+                      float one = {1.0}, float nan = {0.0}, float inf = {0.0}> {
+  )") + c.body + "\n}\n");
+    // NaN and infinity: the text syntax has no literal for them.
+    for (auto& t : *m.mutable_graph()->mutable_initializer()) {
+      if (t.name() == "nan") t.set_float_data(0, std::numeric_limits<float>::quiet_NaN());
+      if (t.name() == "inf") t.set_float_data(0, std::numeric_limits<float>::infinity());
+    }
+    try {
+      runPass(m, passes::createFoldPass({}));
+      FAIL("folded");
+    } catch (const Error& e) {
+      CHECK(e.code() == ExitCode::BadInput);
+      CHECK_THAT(e.what(), Catch::Contains(c.says));
+    }
+  }
+}
