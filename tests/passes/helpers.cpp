@@ -86,15 +86,6 @@ void checkValid(Model& m) {
   for (const auto& f : validateModel(m)) FAIL_CHECK(f.check << ": " << f.where << ": " << f.message);
 }
 
-namespace {
-onnx::AttributeProto* attr(onnx::NodeProto& n, const std::string& name) {
-  for (auto& a : *n.mutable_attribute())
-    if (a.name() == name) return &a;
-  return nullptr;
-}
-
-}  // namespace
-
 // Standard ONNX for ONNX Runtime: graphrw compare's mapping (Calls inlined,
 // ai.graphcore ops by their definitions).
 onnx::ModelProto mapBack(Model& original) { return standardOnnx(original); }

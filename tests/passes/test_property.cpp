@@ -127,13 +127,13 @@ TEST_CASE("property: every pass and bundled rule file writes what validate accep
   std::set<std::string> invalidInputs;
   auto label = [&](const fs::path& path) {
     std::string s = path.string();
-    for (const std::string root : {dir.path().string() + "/", std::string(GRAPHRW_SOURCE_DIR) + "/",
+    for (const std::string& root : {dir.path().string() + "/", std::string(GRAPHRW_SOURCE_DIR) + "/",
                                    std::string(ONNX_TESTDATA_DIR) + "/"})
       if (s.starts_with(root)) return s.substr(root.size());
     return s;
   };
   auto normalised = [&](std::string text) {
-    for (const std::string root : {dir.path().string(), std::string(GRAPHRW_SOURCE_DIR), std::string(ONNX_TESTDATA_DIR)})
+    for (const std::string& root : {dir.path().string(), std::string(GRAPHRW_SOURCE_DIR), std::string(ONNX_TESTDATA_DIR)})
       for (size_t at; (at = text.find(root)) != std::string::npos;) text.replace(at, root.size(), "{dir}");
     return text;
   };
