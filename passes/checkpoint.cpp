@@ -27,7 +27,7 @@ class CheckpointRun {
     // (willow/src/transforms/pipeline.cpp:1344, Graph::hasUserRecomputeOps).
     if (options_.mode == CheckpointOptions::Mode::Recompute)
       for (const auto& n : model.graph().nodes())
-        if (const Attribute* a = n->attribute("__pipeline_stage"))
+        if (const Attribute* a = n->attribute(popart::kPipelineStage))
           usageError("checkpoint --mode recompute: the model is placed in pipeline stages (" + nodeLabel(*n) + " has " +
                      a->name() + "); PopART refuses user recomputation marks when pipelining "
                      "(transforms/pipeline.cpp:1344): use --mode checkpoint");

@@ -4,11 +4,13 @@
 
 #include <set>
 
+#include "analysis/fold.h"
 #include "analysis/graphcore_ops.h"
 #include "analysis/opsets.h"
 #include "analysis/pattern.h"
 #include "analysis/popart.h"
 #include "analysis/popart_check.h"
+#include "analysis/types.h"
 #include "passes/expand.h"
 #include "passes/fold.h"
 #include "passes/opset.h"
@@ -177,10 +179,11 @@ class LegalizePass final : public Pass {
   }
 
  private:
-  // A LayerNormalization without bias (PyTorch's bias=False) gets a zero one,
-  // as a Constant (not a weight PopART would train), of its scale's shape, so
-  // that the replacement's GroupNormalization has its three inputs. Returns
-  // how many; a scale of unknown shape is a refusal naming the node.
+  // A LayerNormalization without bias (PyTorch's bias=False) gets a zero one
+  // of its scale's shape (a Constant, which the replacement's weight folding
+  // turns into the bias initializer), so that the replacement's
+  // GroupNormalization has its three inputs. Returns how many; a scale of
+  // unknown shape is a refusal naming the node.
   static size_t zeroBiases(Rewriter& rw, Model& model) {
     std::vector<Node*> lacking;
     model.graph().walkGraphs([&](Graph& g) {
@@ -188,27 +191,16 @@ class LegalizePass final : public Pass {
         if (isDefaultDomain(n->domain()) && n->opType() == "LayerNormalization" && !n->input(2)) lacking.push_back(n.get());
     });
     for (Node* n : lacking) {
-      const Value* scale = n->input(1);
-      const onnx::TypeProto* t = scale ? scale->type() : nullptr;
-      std::vector<int64_t> dims;
-      bool known = t && t->has_tensor_type() && t->tensor_type().has_shape();
-      if (known)
-        for (const auto& d : t->tensor_type().shape().dim()) {
-          if (!d.has_dim_value()) known = false;
-          dims.push_back(d.dim_value());
-        }
-      if (!known)
+      auto dims = staticShape(n->input(1));
+      if (!dims)
         fail(ExitCode::Unsupported, "legalize: " + nodeLabel(*n) + " has no bias and its scale's shape is not known; "
                                     "PopART's GroupNormalization needs a bias of the scale's shape");
-      int64_t count = 1;
-      for (int64_t d : dims) count *= d;
+      HostTensor zeros{n->input(1)->type()->tensor_type().elem_type(), *dims, {}};
+      zeros.data.assign(static_cast<size_t>(zeros.count()) * elementSize(zeros.type), '\0');
       onnx::AttributeProto value;
       value.set_name("value");
       value.set_type(onnx::AttributeProto::TENSOR);
-      auto* zeros = value.mutable_t();
-      zeros->set_data_type(t->tensor_type().elem_type());
-      for (int64_t d : dims) zeros->add_dims(d);
-      zeros->set_raw_data(std::string(static_cast<size_t>(count) * elementSize(zeros->data_type()), '\0'));
+      *value.mutable_t() = toTensorProto(zeros, "");
       std::string base = (n->name().empty() ? std::string("LayerNormalization") : n->name()) + "/zero_bias";
       Node* c = rw.createNode(*n->graph(), n, {base, "Constant", "", {}, {base}});
       rw.setAttribute(c, value);

@@ -245,7 +245,7 @@ class OutlineRun {
       std::string shapes;
       bool allStatic = true;
       for (Value* v : work_[i].block.inputs) {
-        auto s = outline_sharing::staticShape(v);
+        auto s = staticShape(v);
         allStatic &= s.has_value();
         if (s)
           for (int64_t d : *s) shapes += std::to_string(d) + ",";

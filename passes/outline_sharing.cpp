@@ -154,17 +154,6 @@ std::string typeKey(const Value* v) {
 }
 
 // The input's shape when every dimension is a known number.
-std::optional<std::vector<int64_t>> staticShape(const Value* v) {
-  const onnx::TypeProto* t = v->type();
-  if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) return std::nullopt;
-  std::vector<int64_t> dims;
-  for (const auto& d : t->tensor_type().shape().dim()) {
-    if (!d.has_dim_value()) return std::nullopt;
-    dims.push_back(d.dim_value());
-  }
-  return dims;
-}
-
 // The most specific type true of all: dimensions that agree are kept, the others left unknown.
 std::optional<onnx::TypeProto> commonType(const std::vector<const Value*>& values) {
   std::optional<onnx::TypeProto> common;

@@ -22,8 +22,6 @@ namespace graphrw::passes::outline_sharing {
 
 // What must match for two blocks' inputs to share a body: element type and rank.
 std::string typeKey(const ir::Value* v);
-// The value's shape when every dimension is a known number.
-std::optional<std::vector<int64_t>> staticShape(const ir::Value* v);
 // The most specific type true of all: dimensions that agree are kept, the others left unknown.
 std::optional<onnx::TypeProto> commonType(const std::vector<const ir::Value*>& values);
 

@@ -139,52 +139,15 @@ PatternOptions optionsFromJson(const nlohmann::json& entry, const RuleContext& w
 const nlohmann::json kRuleSchema = nlohmann::json::parse(R"json({
   "type": "object",
   "properties": {
-    "match": {
-      "type": "string",
-      "minLength": 1,
-      "description": "The match graph: an ONNX function (textual syntax)."
-    },
-    "replace": {
-      "type": "string",
-      "minLength": 1,
-      "description": "The replacement: an ONNX function with as many inputs and outputs."
-    },
-    "weights": {
-      "type": "array",
-      "items": {
-        "type": "string"
-      },
-      "description": "Match inputs that must be initializers."
-    },
-    "constants": {
-      "type": "array",
-      "items": {
-        "type": "string"
-      },
-      "description": "Match inputs that must be constants (initializers or Constant outputs)."
-    },
-    "opsets": {
-      "type": "array",
-      "items": {
-        "type": "integer",
-        "minimum": 1
-      },
-      "minItems": 2,
-      "maxItems": 2,
-      "description": "[MIN, MAX]: the graphs' ai.onnx versions the rule applies to (default: all)."
-    },
-    "commutative": {
-      "type": "boolean",
-      "description": "Add and Mul match with their inputs in either order (default true)."
-    },
-    "description": {
-      "type": "string"
-    }
+    "match": {"type": "string", "minLength": 1, "description": "The match graph: an ONNX function (textual syntax)."},
+    "replace": {"type": "string", "minLength": 1, "description": "The replacement: an ONNX function with as many inputs and outputs."},
+    "weights": {"type": "array", "items": {"type": "string"}, "description": "Match inputs that must be initializers."},
+    "constants": {"type": "array", "items": {"type": "string"}, "description": "Match inputs that must be constants (initializers or Constant outputs)."},
+    "opsets": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2, "description": "[MIN, MAX]: the graphs' ai.onnx versions the rule applies to (default: all)."},
+    "commutative": {"type": "boolean", "description": "Add and Mul match with their inputs in either order (default true)."},
+    "description": {"type": "string"}
   },
-  "required": [
-    "match",
-    "replace"
-  ],
+  "required": ["match", "replace"],
   "additionalProperties": false
 })json");
 

@@ -20,8 +20,8 @@ namespace {
 using namespace ir;
 using Kind = OptionSpec::Kind;
 
-constexpr const char* kStage = "__pipeline_stage";
-constexpr const char* kIpu = "__ipu_number";
+constexpr const char* kStage = popart::kPipelineStage;
+constexpr const char* kIpu = popart::kIpuNumber;
 
 class PlaceRun {
  public:
@@ -144,8 +144,7 @@ class PlaceRun {
     for (const auto& init : model_.graph().initializers()) {
       std::map<size_t, const Node*> readers;  // stage -> first reader
       for (const Use& u : init.value->uses()) {
-        const Node* owner = u.node;
-        while (owner && owner->graph() != &model_.graph()) owner = owner->graph()->parentNode();
+        const Node* owner = popart::mainGraphNode(u.node);
         if (!owner || popart::foldedAtImport(owner->opType())) continue;
         if (auto s = stage.find(owner); s != stage.end()) readers.emplace(s->second, owner);
       }
@@ -189,8 +188,7 @@ class PlaceRun {
       for (const Value* v : n->outputs()) {
         if (!v) continue;
         for (const Use& u : v->uses()) {
-          const Node* owner = u.node;
-          while (owner && owner->graph() != &model_.graph()) owner = owner->graph()->parentNode();
+          const Node* owner = popart::mainGraphNode(u.node);
           if (!owner) continue;
           if (auto s = stage.find(owner); s != stage.end() && (!first || s->second < *first)) first = s->second;
         }

@@ -226,119 +226,35 @@ using Kind = OptionSpec::Kind;
 const nlohmann::json kReplacementSchema = nlohmann::json::parse(R"json({
   "type": "object",
   "properties": {
-    "select": {
-      "$ref": "../rules.schema.json#/$defs/selectors",
-      "description": "The nodes to replace (ops, or calls of a local function)."
-    },
-    "with": {
-      "type": "string",
-      "pattern": "^(([A-Za-z0-9_.\\-]*)::)?[A-Za-z_][A-Za-z0-9_]*(:[0-9]+)?$",
-      "description": "[DOMAIN::]OP[:VERSION], e.g. ai.graphcore::Gelu or Identity."
-    },
-    "set": {
-      "type": "object",
-      "description": "Attributes to add or override; written with the type the target expects."
-    },
-    "drop": {
-      "type": "array",
-      "items": {
-        "type": "string",
-        "minLength": 1
-      },
-      "uniqueItems": true,
-      "description": "Attributes the target does not take that may be dropped although their values differ from the op's default (the maths may change)."
-    },
-    "rename": {
-      "type": "object",
-      "additionalProperties": {
-        "type": "string",
-        "minLength": 1
-      },
-      "description": "Old attribute name -> new name."
-    },
+    "select": {"$ref": "../rules.schema.json#/$defs/selectors", "description": "The nodes to replace (ops, or calls of a local function)."},
+    "with": {"type": "string", "pattern": "^(([A-Za-z0-9_.\\-]*)::)?[A-Za-z_][A-Za-z0-9_]*(:[0-9]+)?$", "description": "[DOMAIN::]OP[:VERSION], e.g. ai.graphcore::Gelu or Identity."},
+    "set": {"type": "object", "description": "Attributes to add or override; written with the type the target expects."},
+    "drop": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true, "description": "Attributes the target does not take that may be dropped although their values differ from the op's default (the maths may change)."},
+    "rename": {"type": "object", "additionalProperties": {"type": "string", "minLength": 1}, "description": "Old attribute name -> new name."},
     "inputs": {
       "type": "array",
       "description": "The target's inputs: the node's input index, null for a missing optional input, or a constant.",
       "items": {
         "oneOf": [
-          {
-            "type": "integer",
-            "minimum": 0
-          },
-          {
-            "type": "null"
-          },
-          {
-            "type": "object",
-            "properties": {
-              "constant": {
-                "description": "A number or a (nested) list of numbers."
-              },
-              "type": {
-                "enum": [
-                  "float",
-                  "double",
-                  "int64",
-                  "int32",
-                  "int8",
-                  "uint8",
-                  "bool"
-                ]
-              },
-              "dims": {
-                "type": "array",
-                "items": {
-                  "type": "integer",
-                  "minimum": 0
-                }
-              }
-            },
-            "required": [
-              "constant"
-            ],
-            "additionalProperties": false
-          }
+          {"type": "integer", "minimum": 0},
+          {"type": "null"},
+          {"type": "object", "properties": {
+             "constant": {"description": "A number or a (nested) list of numbers."},
+             "type": {"enum": ["float", "double", "int64", "int32", "int8", "uint8", "bool"]},
+             "dims": {"type": "array", "items": {"type": "integer", "minimum": 0}}
+           }, "required": ["constant"], "additionalProperties": false}
         ]
       }
     },
-    "outputs": {
-      "type": "array",
-      "items": {
-        "type": "integer",
-        "minimum": -1
-      },
-      "description": "New output i takes the node's output outputs[i]; -1: a new unused value."
-    },
-    "template": {
-      "type": "string",
-      "minLength": 1,
-      "description": "A function in ONNX's textual syntax; the node's inputs, outputs and attributes are its formal parameters."
-    },
-    "template_file": {
-      "type": "string",
-      "minLength": 1,
-      "description": "A file holding the template, relative to the rule file."
-    }
+    "outputs": {"type": "array", "items": {"type": "integer", "minimum": -1}, "description": "New output i takes the node's output outputs[i]; -1: a new unused value."},
+    "template": {"type": "string", "minLength": 1, "description": "A function in ONNX's textual syntax; the node's inputs, outputs and attributes are its formal parameters."},
+    "template_file": {"type": "string", "minLength": 1, "description": "A file holding the template, relative to the rule file."}
   },
-  "required": [
-    "select"
-  ],
+  "required": ["select"],
   "oneOf": [
-    {
-      "required": [
-        "with"
-      ]
-    },
-    {
-      "required": [
-        "template"
-      ]
-    },
-    {
-      "required": [
-        "template_file"
-      ]
-    }
+    {"required": ["with"]},
+    {"required": ["template"]},
+    {"required": ["template_file"]}
   ],
   "additionalProperties": false
 })json");

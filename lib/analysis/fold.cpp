@@ -1,9 +1,8 @@
 #include "analysis/fold.h"
 
-#include <limits>
-
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "analysis/fold_internal.h"

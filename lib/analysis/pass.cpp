@@ -51,7 +51,7 @@ void checkDeclaration(const PassSpec& spec) {
     if (!o.flags.empty() && !flags.insert(o.flags).second) bad("flag '" + o.flags + "' declared twice");
     if (o.key.empty() && o.flags.empty()) bad(o.pointer + ": a field option without a flag");
     if (!o.key.empty() && (!o.schema.is_object() || o.schema.empty())) bad(label + ": no schema");
-    if (!o.key.empty() && o.help.empty()) bad(label + ": no help");
+    if (o.help.empty()) bad(label + ": no help");
     if (o.key == "pass") bad("'pass' is not an option");
     if (!o.defaultValue.is_null() && o.required) bad(label + ": required with a default");
   }

@@ -76,8 +76,7 @@ struct OptionSpec {
   std::string flags{};    // CLI11 names: "--every" or "-k,--key"; "" when only rule files set it
   std::string pointer{};  // a field flag's place in the entry ("/replacements/0/with"), with no key
   Kind kind = Kind::String;
-  // --help, the schema's description and the docs table. A field flag without
-  // help shows the field's description from its key's schema.
+  // --help; for a key, the schema's description and the docs table too.
   std::string help{};
   // The value's JSON Schema: {"type": "integer", "minimum": 1}, {"enum": [...]}
   // (which the flag accepts too), {"$ref": "../rules.schema.json#/$defs/selectors"}.

@@ -187,7 +187,20 @@ bool isCheckpoint(const ir::Node& n) {
   return n.opType() == "Identity" && ir::isDefaultDomain(n.domain()) && recomputeType(n) == kCheckpoint;
 }
 
-const char* const kPlacementAttributes[3] = {"__ipu_number", "__pipeline_stage", "__execution_phase"};
+const char* const kPlacementAttributes[3] = {kIpuNumber, kPipelineStage, "__execution_phase"};
+
+std::optional<int64_t> placementValue(const ir::Node& n, const char* key) {
+  const ir::Attribute* a = n.attribute(key);
+  if (!a || a->type() != onnx::AttributeProto::INT) return std::nullopt;
+  return a->proto.i();
+}
+
+const ir::Node* mainGraphNode(const ir::Node* n) {
+  while (n && n->graph()->parentNode()) n = n->graph()->parentNode();
+  return n && !n->graph()->owningFunction() ? n : nullptr;  // a function body's node runs under no main-graph node
+}
+
+bool isCall(const ir::Node& n) { return n.domain() == "ai.graphcore" && n.opType() == "Call"; }
 
 std::vector<onnx::AttributeProto> placementOf(const ir::Node& n) {
   std::vector<onnx::AttributeProto> out;

@@ -43,6 +43,14 @@ std::vector<std::string> checkNodeAttributes(const ir::Node& n);
 // adapter's ops) takes the placement of the op it replaces or follows, as
 // PopART's Builder gives new ops the current scope's attributes.
 extern const char* const kPlacementAttributes[3];
+constexpr const char* kIpuNumber = "__ipu_number";
+constexpr const char* kPipelineStage = "__pipeline_stage";
+// The node's placement attribute `key` when it is an INT.
+std::optional<int64_t> placementValue(const ir::Node& n, const char* key);
+// The main-graph node `n` runs under: n itself, or the node whose subgraph
+// (If/Loop body, Call callee) holds it, at any depth; nullptr in a function body.
+const ir::Node* mainGraphNode(const ir::Node* n);
+bool isCall(const ir::Node& n);  // ai.graphcore::Call
 // The placement attributes `n` carries (INT ones).
 std::vector<onnx::AttributeProto> placementOf(const ir::Node& n);
 // Sets each attribute on the nodes that lack it.

@@ -20,13 +20,12 @@ using namespace ir;
 
 namespace {
 
-constexpr const char* kIpu = "__ipu_number";
-constexpr const char* kStage = "__pipeline_stage";
+constexpr const char* kIpu = kIpuNumber;
+constexpr const char* kStage = kPipelineStage;
 constexpr int64_t kMaxIr = 6;
 constexpr int64_t kMinOpset = 6, kMaxOpset = 11;
 
 bool isOnnx(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
-bool isCall(const Node& n) { return n.domain() == "ai.graphcore" && n.opType() == "Call"; }
 
 std::optional<int64_t> intAttribute(const Node& n, const char* name) {
   const Attribute* a = n.attribute(name);

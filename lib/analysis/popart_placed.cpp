@@ -15,17 +15,6 @@ namespace {
 
 using namespace ir;
 
-constexpr const char* kIpu = "__ipu_number";
-constexpr const char* kStage = "__pipeline_stage";
-
-std::optional<int64_t> intAttr(const Node& n, const char* name) {
-  const Attribute* a = n.attribute(name);
-  if (!a || a->type() != onnx::AttributeProto::INT) return std::nullopt;
-  return a->proto.i();
-}
-
-bool isCall(const Node& n) { return n.domain() == "ai.graphcore" && n.opType() == "Call"; }
-
 // Every node of every graph: the main graph, If/Loop bodies, Call callees.
 void forEachNode(const Model& model, const std::function<void(const Node&)>& fn) {
   model.graph().walkGraphs([&](const Graph& g) {
@@ -37,15 +26,8 @@ void forEachNode(const Model& model, const std::function<void(const Node&)>& fn)
 // and the ops carry __pipeline_stage; a model placed in stages is for that.
 bool pipelined(const Model& model) {
   for (const auto& n : model.graph().nodes())
-    if (intAttr(*n, kStage)) return true;
+    if (placementValue(*n, kPipelineStage)) return true;
   return false;
-}
-
-// The main-graph node a use stands for: the node itself, or the node whose
-// subgraph (If/Loop body, callee) holds it.
-const Node* mainGraphReader(const Model& model, const Node* n) {
-  while (n && n->graph() != &model.graph()) n = n->graph()->parentNode();
-  return n;
 }
 
 // A weight (an initializer: a Variable in PopART) read directly by ops on two
@@ -56,9 +38,9 @@ void weightsOnOneIpu(const Model& model, std::vector<Finding>& out) {
   for (const auto& init : model.graph().initializers()) {
     std::map<int64_t, std::pair<const Node*, std::optional<int64_t>>> ipus;  // IPU -> first reader, its stage
     for (const Use& u : init.value->uses()) {
-      const Node* reader = mainGraphReader(model, u.node);
+      const Node* reader = mainGraphNode(u.node);
       if (!reader || foldedAtImport(reader->opType())) continue;  // Shape/Size: only its type is read
-      if (auto ipu = intAttr(*reader, kIpu)) ipus.emplace(*ipu, std::make_pair(reader, intAttr(*reader, kStage)));
+      if (auto ipu = placementValue(*reader, kIpuNumber)) ipus.emplace(*ipu, std::make_pair(reader, placementValue(*reader, kPipelineStage)));
     }
     if (ipus.size() < 2) continue;
     std::string list;
@@ -151,11 +133,11 @@ void shapeOperandsAreData(const Model& model, std::vector<Finding>& out) {
 // "placement" class; a callee's against its Call, "callee-placement").
 void placementOverEveryGraph(const Model& model, std::vector<Finding>& out) {
   for (const auto& n : model.graph().nodes())
-    if (n->attribute(kIpu)) return;
+    if (n->attribute(kIpuNumber)) return;
   forEachNode(model, [&](const Node& n) {
-    if (n.graph() == &model.graph() || !n.attribute(kIpu)) return;
+    if (n.graph() == &model.graph() || !n.attribute(kIpuNumber)) return;
     out.push_back({"placement", nodeLabel(n),
-                   "has " + std::string(kIpu) + " inside a subgraph while no op of the main graph has one; PopART "
+                   "has " + std::string(kIpuNumber) + " inside a subgraph while no op of the main graph has one; PopART "
                    "needs it on the ops of every graph or of none (ir.cpp:1971)"});
   });
 }

@@ -292,4 +292,15 @@ void inferFunctionTypes(Rewriter& rw) {
   }
 }
 
+std::optional<std::vector<int64_t>> staticShape(const ir::Value* v) {
+  const onnx::TypeProto* t = v ? v->type() : nullptr;
+  if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const auto& d : t->tensor_type().shape().dim()) {
+    if (!d.has_dim_value()) return std::nullopt;
+    dims.push_back(d.dim_value());
+  }
+  return dims;
+}
+
 }  // namespace graphrw

@@ -2,6 +2,10 @@
 // (context-dependent function bodies, outlining's equivalence test).
 #pragma once
 
+#include <cstdint>
+#include <optional>
+#include <vector>
+
 #include <vector>
 
 #include "ir/ir.h"
@@ -27,5 +31,8 @@ void inferInOrder(ir::Rewriter& rw);
 // type (where it is known) gets it, and per-node inference runs through the body; the calls'
 // outputs get the body's output types. Polymorphic bodies stay untyped.
 void inferFunctionTypes(ir::Rewriter& rw);
+
+// The value's shape when its type is known and every dimension is a number.
+std::optional<std::vector<int64_t>> staticShape(const ir::Value* v);
 
 }  // namespace graphrw

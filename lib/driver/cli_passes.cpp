@@ -61,39 +61,6 @@ std::string defaultText(const json& value) {
   return value.dump();
 }
 
-// The help of a field flag that declares none: the field's description in its key's schema.
-std::string fieldHelp(const PassSpec& spec, const OptionSpec& o) {
-  if (!o.help.empty() || o.pointer.empty()) return o.help;
-  const json schema = spec.schema();
-  const json* node = &schema;
-  auto follow = [&](const json* n) {
-    // Local references only (#/$defs/...): what a pass's own schema holds.
-    for (int hops = 0; n && n->is_object() && n->contains("$ref") && hops < 8; ++hops) {
-      std::string ref = (*n)["$ref"].get<std::string>();
-      if (!ref.starts_with("#/")) return n;
-      n = &schema.at(json::json_pointer(ref.substr(1)));
-    }
-    return n;
-  };
-  std::string rest = o.pointer;
-  size_t start = 1;
-  while (node && start <= rest.size()) {
-    size_t slash = rest.find('/', start);
-    std::string part = rest.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
-    node = follow(node);
-    if (node->contains("properties") && (*node)["properties"].contains(part))
-      node = &(*node)["properties"][part];
-    else if (node->contains("items"))
-      node = &(*node)["items"];
-    else
-      node = nullptr;
-    if (slash == std::string::npos) break;
-    start = slash + 1;
-  }
-  if (node && node->contains("description")) return (*node)["description"].get<std::string>();
-  return o.pointer;
-}
-
 json pair(const std::string& flag, const std::string& text, bool asJson) {
   if (asJson) return parseAssignment(text, flag).second;
   return text.substr(text.find('=') + 1);
@@ -213,12 +180,11 @@ PassCommands::PassCommands(CLI::App& app) {
     for (size_t i = 0; i < spec->options.size(); ++i) {
       const OptionSpec& o = spec->options[i];
       if (o.flags.empty()) continue;  // a key only rule files set
-      const std::string help = fieldHelp(*spec, o);
       CLI::Option* opt = nullptr;
       if (!takesValue(o.kind)) {
-        opt = cmd->add_flag(o.flags, c->flags[i], help);
+        opt = cmd->add_flag(o.flags, c->flags[i], o.help);
       } else {
-        opt = cmd->add_option(o.flags, c->values[i], help)->type_size(1)->allow_extra_args(false);
+        opt = cmd->add_option(o.flags, c->values[i], o.help)->type_size(1)->allow_extra_args(false);
         opt->type_name(valueName(o.kind));
         if (!repeatable(o.kind)) opt->multi_option_policy(CLI::MultiOptionPolicy::Throw);
         if (o.kind == Kind::List) opt->delimiter(',');

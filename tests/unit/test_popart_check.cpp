@@ -33,6 +33,23 @@ std::string all(const ir::Model& m) {
   return s;
 }
 
+// A model whose i-th Call gets the main graph of bodies[i] as its callee;
+// the text parser leaves nodes unnamed, so the Calls are named call1, call2, ...
+std::unique_ptr<ir::Model> withCallees(const std::string& text, const std::vector<std::string>& bodies) {
+  onnx::ModelProto m = test::parseModel(text);
+  size_t i = 0;
+  for (auto& n : *m.mutable_graph()->mutable_node()) {
+    if (n.op_type() != "Call") continue;
+    onnx::ModelProto body = test::parseModel(bodies.at(i++));
+    n.set_name("call" + std::to_string(i));
+    auto* a = n.add_attribute();
+    a->set_name("callee");
+    a->set_type(onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = body.graph();
+  }
+  return loadModel(m);
+}
+
 const char* kClean = R"(
 <ir_version: 6, opset_import: ["" : 11]>
 g (float[2, 4] x) => (float[2, 4] y) {
@@ -284,38 +301,20 @@ g (float[2] x) => (float[2] y) {
   y = ai.graphcore.Call <__ipu_number = 0> (h)
 }
 )";
-  // The text parser leaves nodes unnamed: they are named here.
-  auto withCallees = [&](const char* text, const std::string& first, const std::string& second) {
-    onnx::ModelProto m = test::parseModel(text);
-    int i = 0;
-    for (auto& n : *m.mutable_graph()->mutable_node()) {
-      if (n.op_type() != "Call") continue;
-      onnx::ModelProto body = test::parseModel(i++ == 0 ? first : second);
-      n.set_name("call" + std::to_string(i));
-      auto* a = n.add_attribute();
-      a->set_name("callee");
-      a->set_type(onnx::AttributeProto::GRAPH);
-      *a->mutable_g() = body.graph();
-    }
-    return loadModel(m);
-  };
-  auto same = withCallees(twoNamedCalls, relu, relu);
+  auto same = withCallees(twoNamedCalls, {relu, relu});
   INFO(all(*same));
   CHECK(popart::checkImport(*same).empty());
 
-  auto differ = withCallees(twoNamedCalls, relu, sigmoid);
+  auto differ = withCallees(twoNamedCalls, {relu, sigmoid});
   auto f = findings(*differ, "callee-name");
   REQUIRE(f.size() == 1);
   CHECK_THAT(f[0], Catch::Contains("call2") && Catch::Contains("differs from the one node 'call1'"));
 
-  auto withInit = withCallees(twoNamedCalls, R"(
+  const char* withWeight = R"(
 <ir_version: 6, opset_import: ["" : 11]>
 layer (float[2] a) => (float[2] b) <float[2] w = {1.0, 2.0}> { b = Add(a, w) }
-)",
-                              R"(
-<ir_version: 6, opset_import: ["" : 11]>
-layer (float[2] a) => (float[2] b) <float[2] w = {1.0, 2.0}> { b = Add(a, w) }
-)");
+)";
+  auto withInit = withCallees(twoNamedCalls, {withWeight, withWeight});
   REQUIRE(findings(*withInit, "callee-initializer").size() == 1);
   CHECK_THAT(findings(*withInit, "callee-initializer")[0], Catch::Contains("callee 'layer'"));
 
@@ -326,7 +325,7 @@ layer (float[2] a) => (float[2] b) {
   b = Identity <__recompute_output_in_backward_pass = 1, __ipu_number = 0> (r)
 }
 )";
-  auto ck = withCallees(twoNamedCalls, checkpointed, checkpointed);
+  auto ck = withCallees(twoNamedCalls, {checkpointed, checkpointed});
   REQUIRE(findings(*ck, "callee-checkpoint").size() == 1);  // one body, reported once
   CHECK(findings(*ck, "callee-placement").empty());
 
@@ -334,7 +333,7 @@ layer (float[2] a) => (float[2] b) {
 <ir_version: 6, opset_import: ["" : 11]>
 layer (float[2] a) => (float[2] b) { b = Relu <__ipu_number = 1> (a) }
 )";
-  auto placedElsewhere = withCallees(twoNamedCalls, elsewhere, elsewhere);
+  auto placedElsewhere = withCallees(twoNamedCalls, {elsewhere, elsewhere});
   auto p = findings(*placedElsewhere, "callee-placement");
   REQUIRE(p.size() == 2);  // once per Call
   CHECK_THAT(p[0], Catch::Contains("has __ipu_number 1 inside callee 'layer'"));
@@ -427,20 +426,6 @@ std::set<std::string> classes(const ir::Model& m) {
   return out;
 }
 
-// A model whose one Call gets the main graph of `callee` as its body.
-std::unique_ptr<ir::Model> withCallee(const std::string& text, const std::string& callee) {
-  onnx::ModelProto m = test::parseModel(text);
-  for (auto& n : *m.mutable_graph()->mutable_node()) {
-    if (n.op_type() != "Call") continue;
-    n.set_name("call");
-    auto* a = n.add_attribute();
-    a->set_name("callee");
-    a->set_type(onnx::AttributeProto::GRAPH);
-    *a->mutable_g() = test::parseModel(callee).graph();
-  }
-  return loadModel(m);
-}
-
 const char* kTwoStages = R"(
 <ir_version: 6, opset_import: ["" : 11]>
 g (float[2, 2] x) => (float[2, 2] y) <float[2, 2] W = {1, 2, 3, 4}> {
@@ -526,26 +511,26 @@ body (float[2, 3] a, int64[2] b) => (float[3, 2] c) {
   c = Reshape (a, b)
 }
 )";
-  auto throughCall = withCallee(R"(
+  auto throughCall = withCallees(R"(
 <ir_version: 6, opset_import: ["" : 11, "ai.graphcore" : 1]>
 g (float[2, 3] x, int64[2] s) => (float[3, 2] y) {
   y = ai.graphcore.Call <num_outputs = 1> (x, s)
 }
-)", body);
+)", {body});
   INFO(all(*throughCall));
   REQUIRE(findings(*throughCall, "shape-operand").size() == 1);
   CHECK_THAT(findings(*throughCall, "shape-operand")[0], Catch::Contains("computed from the graph input 's'"));
   CHECK(classes(*throughCall) == std::set<std::string>{"shape-operand"});
 
   // Constant data: an initializer passed to the Call, and a Shape PopART folds at import.
-  auto constant = withCallee(R"(
+  auto constant = withCallees(R"(
 <ir_version: 6, opset_import: ["" : 11, "ai.graphcore" : 1]>
 g (float[2, 3] x, float[3, 2] z) => (float[3, 2] y, float[3, 2] w) <int64[2] s = {3, 2}> {
   y = ai.graphcore.Call <num_outputs = 1> (x, s)
   shape = Shape (z)
   w = Reshape (x, shape)
 }
-)", body);
+)", {body});
   INFO(all(*constant));
   CHECK(popart::checkImport(*constant).empty());
 }
@@ -557,23 +542,23 @@ body (float[2] a) => (float[2] c) {
   c = Relu <__ipu_number = 1> (a)
 }
 )";
-  auto placedInside = withCallee(R"(
+  auto placedInside = withCallees(R"(
 <ir_version: 6, opset_import: ["" : 11, "ai.graphcore" : 1]>
 g (float[2] x) => (float[2] y) {
   y = ai.graphcore.Call <num_outputs = 1> (x)
 }
-)", callee);
+)", {callee});
   INFO(all(*placedInside));
   REQUIRE(findings(*placedInside, "placement").size() == 1);
   CHECK_THAT(findings(*placedInside, "placement")[0],
              Catch::Contains("inside a subgraph while no op of the main graph has one") && Catch::Contains("ir.cpp:1971"));
   CHECK(classes(*placedInside) == std::set<std::string>{"placement"});
-  auto placedBoth = withCallee(R"(
+  auto placedBoth = withCallees(R"(
 <ir_version: 6, opset_import: ["" : 11, "ai.graphcore" : 1]>
 g (float[2] x) => (float[2] y) {
   y = ai.graphcore.Call <num_outputs = 1, __ipu_number = 1> (x)
 }
-)", callee);
+)", {callee});
   INFO(all(*placedBoth));
   CHECK(popart::checkImport(*placedBoth).empty());
 }
