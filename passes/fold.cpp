@@ -38,6 +38,7 @@ class FoldRun {
       size_t shapes = options_.shapes ? foldShapes(perOp) : 0;
       WeightFolder weights(rw_);
       weights.setMaxBytes(options_.maxBytes);
+      weights.setKeepParameters(options_.keepParameters);
       std::vector<Node*> candidates;
       model_.graph().walkGraphs([&](Graph& g) {
         for (const auto& n : g.nodes()) candidates.push_back(n.get());
@@ -81,8 +82,12 @@ class FoldRun {
             n->output(0) && staticDims(n->input(0)))
           nodes.push_back(n.get());
     });
+    size_t folded = 0;
     for (Node* n : nodes) {
-      HostTensor shapeOnly{onnx::TensorProto::FLOAT, *staticDims(n->input(0)), {}};
+      // An earlier fold in this loop may have replaced the input (by a Constant of known type).
+      auto dims = staticDims(n->input(0));
+      if (!dims) continue;
+      HostTensor shapeOnly{onnx::TensorProto::FLOAT, std::move(*dims), {}};
       std::string why;
       auto out = evaluate(*n, {&shapeOnly}, why);
       if (!out) continue;
@@ -90,12 +95,14 @@ class FoldRun {
       std::string name = old->name();
       rw_.renameValue(old, name + "/folded");
       WeightFolder weights(rw_);
+      weights.setKeepParameters(options_.keepParameters);
       Value* c = weights.constant(*n->graph(), n, (*out)[0], name);
       rw_.replaceAllUsesWith(old, c, /*graphOutputs=*/true);
       perOp[n->opType()]++;
       rw_.eraseNode(n);
+      folded++;
     }
-    return nodes.size();
+    return folded;
   }
 
   const FoldOptions& options_;
@@ -130,6 +137,10 @@ const RegisterPass registration{PassSpec{
             {.key = "shapes", .flags = "--no-shapes", .kind = Kind::NoFlag,
              .help = "Fold Shape / Size of tensors whose shape is static (--no-shapes: do not)",
              .schema = {{"type", "boolean"}}, .defaultValue = true},
+            {.key = "keep_parameters", .flags = "--keep-parameters", .kind = Kind::Flag,
+             .help = "Treat initializers as trained parameters (a training session makes each one a Variable): ops "
+                     "reading them stay ops, and folded results are Constant nodes, not new initializers",
+             .schema = {{"type", "boolean"}}, .defaultValue = false},
         },
     .examples =
         {
@@ -140,6 +151,7 @@ const RegisterPass registration{PassSpec{
       FoldOptions o;
       o.maxBytes = entry.at("max_bytes").get<uint64_t>();
       o.shapes = entry.at("shapes").get<bool>();
+      o.keepParameters = entry.at("keep_parameters").get<bool>();
       return createFoldPass(o);
     },
 }};

@@ -13,6 +13,7 @@
 #include "analysis/types.h"
 #include "passes/expand.h"
 #include "passes/fold.h"
+#include "passes/legalize_training.h"
 #include "passes/opset.h"
 #include "passes/replace.h"
 #include "passes/set_shapes.h"
@@ -75,6 +76,8 @@ class LegalizePass final : public Pass {
     const TargetData& data = targetData(options_.target);
     registerGraphcoreOps();  // the templates use ai.graphcore ops
     RuleContext where{data.file, data.text, {}};
+    if (options_.mode != "training" && options_.mode != "inference")
+      usageError("legalize: mode must be 'training' or 'inference', not '" + options_.mode + "'");
     if (options_.gelu != "erf" && options_.gelu != "tanh")
       usageError("legalize: gelu must be 'erf' or 'tanh', not '" + options_.gelu + "'");
     const auto& patterns = data.json.value("patterns", nlohmann::json::array());
@@ -87,15 +90,19 @@ class LegalizePass final : public Pass {
     }
     replace_ = replaceOptionsFromJson(data.json["replace"], where, "/replace");
     replace_.quietNoMatch = true;  // the target's replacements apply to whatever a model has
+    replace_.keepParameters = training();
   }
 
   std::string name() const override { return kLegalizePass; }
+  bool training() const { return options_.mode == "training"; }
 
   // Long: legalize's steps in their order (inline, shapes, fold, patterns, replace, opset, fold,
   // check), each a few lines that hand the next one the model.
   void run(Model& model, PassContext& context) const override {
     Rewriter& rw = context.rewriter;
     const TargetData& data = targetData(options_.target);
+    std::optional<legalize_detail::ParameterSnapshot> parameters;
+    if (training()) parameters = legalize_detail::ParameterSnapshot::of(model);
     nlohmann::json steps = nlohmann::json::object();
     auto step = [&](const char* name, std::unique_ptr<Pass> pass) {
       PassContext sub{rw};
@@ -138,7 +145,10 @@ class LegalizePass final : public Pass {
 
     FoldOptions fold;
     fold.maxBytes = options_.foldMaxBytes;
+    fold.keepParameters = training();
     step("fold", createFoldPass(fold));
+    if (training())
+      if (size_t n = legalize_detail::removeIdentityDropouts(rw, model)) steps["dropout_identity_removed"] = n;
     nlohmann::json rewritten = nlohmann::json::object();
     for (const Pattern& p : patterns_)
       if (size_t n = p.rewrite(model, rw, model.graph())) rewritten[p.name()] = rewritten.value(p.name(), 0) + n;
@@ -152,8 +162,11 @@ class LegalizePass final : public Pass {
     if (!from || *from < 6 || *from > opset) o.to = opset;
     int64_t ir = data.json.value("ir_version", 6);
     if (model.irVersion() > ir) o.irVersion = ir;
+    o.training = training();
     step("opset", createOpsetPass(o));
     step("fold_after_opset", createFoldPass(fold));
+    if (training())
+      if (size_t n = legalize_detail::removeNoopShapeOps(rw, model)) steps["noop_shape_ops_removed"] = n;
 
     // Imports of domains no node uses any more (an inlined function's).
     ModelUsage usage = ModelUsage::of(model);
@@ -164,7 +177,9 @@ class LegalizePass final : public Pass {
     // Ops the steps inserted (adapters, templates) run where their data comes from.
     if (size_t placed = popart::fillPlacement(rw, model.graph())) steps["placement_filled"] = placed;
     context.details["target"] = options_.target;
+    context.details["mode"] = options_.mode;
     context.details["steps"] = std::move(steps);
+    if (parameters) context.details["parameters_kept"] = parameters->check(model);
     auto findings = popart::checkImport(model);
     if (findings.empty()) return;
     nlohmann::json list = nlohmann::json::array();
@@ -220,7 +235,7 @@ const RegisterPass registration{PassSpec{
     .description = "One step from an export to a model the target imports. popart: inline local functions, fix input "
                    "shapes, fold shape computations, replace ops PopART lacks (schemas/targets/popart.json), convert to "
                    "ai.onnx opset 11 and IR version 6, fold again; refuses (exit 5) while any `validate --target popart` "
-                   "finding remains.",
+                   "finding remains. In training mode (the default) every initializer is kept as the export wrote it.",
     .outputTag = "popart",
     .options =
         {
@@ -239,6 +254,11 @@ const RegisterPass registration{PassSpec{
              .help = "The erf-GELU chain PyTorch writes as ai.graphcore::GeluErf (erf: exact) or ai.graphcore::Gelu "
                      "(tanh: the tanh approximation)",
              .schema = {{"enum", {"erf", "tanh"}}}, .defaultValue = "erf"},
+            {.key = "mode", .flags = "--mode", .kind = Kind::String,
+             .help = "training: every initializer keeps its name, shape and bytes and stays read by its ops (a "
+                     "training session trains each one), training-mode Dropout becomes Dropout-10, BatchNormalization "
+                     "its five-output training form; inference: ops on weights are folded into new initializers",
+             .schema = {{"enum", {"training", "inference"}}}, .defaultValue = "training"},
             {.key = "fold_max_bytes", .flags = "--fold-max-bytes", .kind = Kind::Integer,
              .help = "Leave folded results over this many bytes alone",
              .schema = {{"type", "integer"}, {"minimum", 0}}, .defaultValue = kDefaultFoldMaxBytes},
@@ -257,6 +277,7 @@ const RegisterPass registration{PassSpec{
         for (const auto& [name, value] : entry["dims"].items()) o.dims[name] = value.get<int64_t>();
       o.foldMaxBytes = entry.at("fold_max_bytes").get<uint64_t>();
       o.gelu = entry.at("gelu").get<std::string>();
+      o.mode = entry.at("mode").get<std::string>();
       return createLegalizePass(std::move(o));
     },
 }};

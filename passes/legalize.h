@@ -3,7 +3,8 @@
 // ops PopART lacks (schemas/targets/popart.json, templates as `replace` takes
 // them), convert to ai.onnx opset 11 and IR version 6, fold again, and check
 // everything `validate --target popart` checks: nothing is written while a
-// finding remains.
+// finding remains. Training mode (the default) keeps every initializer as the
+// export wrote it (legalize_training.h); inference mode folds weight transforms.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,8 @@ struct LegalizeOptions {
   uint64_t foldMaxBytes = optionDefaultAs<uint64_t>(kLegalizePass, "fold_max_bytes");
   // The erf-GELU chain as ai.graphcore::GeluErf (erf, exact), or ai.graphcore::Gelu (tanh).
   std::string gelu = optionDefaultAs<std::string>(kLegalizePass, "gelu");
+  // training: every initializer kept as it is (a parameter); inference: weight transforms folded.
+  std::string mode = optionDefaultAs<std::string>(kLegalizePass, "mode");
 };
 
 std::unique_ptr<Pass> createLegalizePass(LegalizeOptions options);

@@ -50,7 +50,9 @@ constexpr uint64_t kSmallConstant = 1 << 20;  // constants copied into ONNX's co
 class OpsetRun {
  public:
   OpsetRun(const OpsetOptions& options, Model& model, Rewriter& rw)
-      : options_(options), model_(model), rw_(rw), weights_(rw) {}
+      : options_(options), model_(model), rw_(rw), weights_(rw) {
+    weights_.setKeepParameters(options.training);
+  }
 
   void run(PassContext& context) {
     std::optional<int64_t> from = model_.opsetVersion("");
@@ -170,7 +172,7 @@ class OpsetRun {
         int64_t v = s->SinceVersion();
         if (auto adapter = opset::downAdapter(op, v)) {
           noteInputs(*n);
-          StepContext c{rw_, weights_, v};
+          StepContext c{rw_, weights_, v, options_.training};
           StepResult r = adapter(n, c);
           if (!r.refused.empty()) return refuse(*n, r.refused);
           bool self = false;
@@ -403,6 +405,12 @@ const RegisterPass registration{PassSpec{
              .help = "The IR version to write; refused when the model uses something it lacks (local functions need "
                      "8, ai.onnx N needs ONNX's version-table IR)",
              .schema = {{"type", "integer"}, {"minimum", 3}}},
+            {.key = "training", .flags = "--training", .kind = Kind::Flag,
+             .help = "Keep training: a training-mode Dropout or BatchNormalization going below opset 12 / 14 becomes "
+                     "the older form a runtime applies in training sessions (Dropout-10 with its ratio, "
+                     "BatchNormalization-9 with five outputs, as PopART trains), and constants the conversion adds are "
+                     "Constant nodes, not initializers (a training session trains every initializer)",
+             .schema = {{"type", "boolean"}}, .defaultValue = false},
         },
     .examples =
         {
@@ -413,6 +421,7 @@ const RegisterPass registration{PassSpec{
       OpsetOptions o;
       if (entry.contains("to")) o.to = entry["to"].get<int64_t>();
       if (entry.contains("ir_version")) o.irVersion = entry["ir_version"].get<int64_t>();
+      o.training = entry.at("training").get<bool>();
       if (!o.to && !o.irVersion) usageError(where.at(pointer) + ": opset needs 'to' (--to) or 'ir_version' (--ir-version)");
       if (o.irVersion && (*o.irVersion < 3 || *o.irVersion > onnx::Version::IR_VERSION))
         usageError(where.at(pointer + "/ir_version") + ": IR version " + std::to_string(*o.irVersion) + " is outside 3.." +

@@ -184,13 +184,21 @@ StepResult shapeStartEnd(Node* n, StepContext& c) {
   return {nodes, ""};
 }
 
-// Dropout 12 -> 10: ratio back to an attribute, training_mode must be off.
+bool isRead(const Value* v) { return v && (!v->uses().empty() || v->graphOutputCount() > 0); }
+
+// Dropout 12 -> 10: ratio back to an attribute. Dropout 10 drops in training
+// sessions and is the identity in inference ones, so a training-mode Dropout
+// has that form only when converting for training (OpsetOptions::training),
+// and then its ratio must be a constant; its mask stays only where read.
 StepResult dropoutInputs(Node* n, StepContext& c) {
-  if (Value* training = n->input(2)) {
-    const HostTensor* t = c.weights.constantValue(training);
-    if (!t) return {{}, "training_mode '" + training->name() + "' is not a constant"};
-    if (t->count() != 1 || t->data.find_first_not_of('\0') != std::string::npos)
-      return {{}, "training_mode is true: training-mode Dropout has no form before opset 12"};
+  bool training = false;
+  if (Value* mode = n->input(2)) {
+    const HostTensor* t = c.weights.constantValue(mode);
+    if (!t) return {{}, "training_mode '" + mode->name() + "' is not a constant"};
+    training = t->count() != 1 || t->data.find_first_not_of('\0') != std::string::npos;
+    if (training && !c.training)
+      return {{}, "training_mode is true: training-mode Dropout has no form before opset 12 outside training "
+                  "(convert with --training for a runtime that drops in training sessions, as PopART does)"};
   }
   std::optional<float> ratio;
   if (Value* r = n->input(1)) {
@@ -207,8 +215,10 @@ StepResult dropoutInputs(Node* n, StepContext& c) {
       }
     }
     // In inference mode the ratio does nothing: a non-constant one is dropped.
+    if (training && !ratio) return {{}, "ratio '" + r->name() + "' is not a constant float: Dropout 10 needs it as an attribute"};
   }
   c.rw.setInputs(n, {n->input(0)});
+  if (training && n->outputs().size() > 1 && !isRead(n->output(1))) c.rw.reshapeOutputs(n, {0}, {""});
   c.rw.removeAttribute(n, "seed");
   if (ratio) c.rw.setAttribute(n, floatAttr("ratio", *ratio));
   return {{n}, ""};
@@ -238,9 +248,27 @@ StepResult reshapeAllowZero(Node* n, StepContext& c) {
   return {{n}, ""};
 }
 
-// BatchNormalization 14 -> 9: the inference form only.
-StepResult batchNormInference(Node* n, StepContext& c) {
-  if (intOr(*n, "training_mode", 0) != 0) return {{}, "training_mode is 1: no form before opset 14"};
+// BatchNormalization 14 -> 9: the inference form, or when converting for
+// training the training form: five outputs (Y, the running mean and variance,
+// the batch's saved mean and variance), which PopART takes as training
+// (willow/src/op/batchnorm.cpp:64-66 "If we have the optional outputs we can
+// assume we are training"; :98 warns below 5). Opset 9's running-statistic
+// update is 14's: running * momentum + batch * (1 - momentum).
+StepResult batchNormTo9(Node* n, StepContext& c) {
+  if (intOr(*n, "training_mode", 0) != 0) {
+    if (!c.training) return {{}, "training_mode is 1: no form before opset 14 outside training (convert with --training)"};
+    c.rw.removeAttribute(n, "training_mode");
+    std::vector<int> from;
+    std::vector<std::string> fresh;
+    const char* names[] = {"", "running_mean", "running_var", "saved_mean", "saved_var"};
+    for (int i = 0; i < 5; ++i) {
+      bool kept = i < 3 && static_cast<size_t>(i) < n->outputs().size() && n->output(i);
+      from.push_back(kept ? i : -1);
+      fresh.push_back(kept ? "" : base(*n) + "/" + names[i]);
+    }
+    c.rw.reshapeOutputs(n, from, fresh);
+    return {{n}, ""};
+  }
   for (size_t i = 1; i < n->outputs().size(); ++i)
     if (Value* v = n->output(i))
       if (!v->uses().empty() || v->graphOutputCount() > 0)
@@ -396,7 +424,7 @@ const std::map<std::pair<std::string, int64_t>, Adapter>& adapters() {
       {{"Dropout", 12}, dropoutInputs},
       {{"Pow", 12}, powTypes},
       {{"Reshape", 14}, reshapeAllowZero},
-      {{"BatchNormalization", 14}, batchNormInference},
+      {{"BatchNormalization", 14}, batchNormTo9},
       {{"CastLike", 15}, castLike},
       {{"Constant", 12}, constantValue},
       {{"Resize", 13}, resizeInputs},

@@ -27,6 +27,7 @@ struct StepContext {
   ir::Rewriter& rw;
   WeightFolder& weights;
   int64_t version;  // the step goes from `version` down to version - 1
+  bool training = false;  // OpsetOptions::training
 };
 
 // What an adapter did: the nodes that now stand for the node (they continue

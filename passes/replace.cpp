@@ -300,6 +300,10 @@ const RegisterPass registration{PassSpec{
             {.key = "fold", .flags = "--no-fold", .kind = Kind::NoFlag,
              .help = "Fold template ops that compute only from initializers and constants (--no-fold: keep them as ops)",
              .schema = {{"type", "boolean"}}, .defaultValue = true},
+            {.key = "keep_parameters", .flags = "--keep-parameters", .kind = Kind::Flag,
+             .help = "Treat initializers as trained parameters: template ops reading them stay ops, and constant "
+                     "inputs are Constant nodes, not new initializers",
+             .schema = {{"type", "boolean"}}, .defaultValue = false},
         },
     .defs = {{"replacement", kReplacementSchema}},
     .examples =

@@ -52,6 +52,8 @@ struct ReplaceOptions {
   bool allowNoMatch = optionDefaultAs<bool>(kReplacePass, "allow_no_match");  // a selector matching nothing: a warning
   bool quietNoMatch = false;  // with allowNoMatch: not even a warning (replacements run as part of another pass)
   bool fold = optionDefaultAs<bool>(kReplacePass, "fold");  // fold template ops computing only from initializers and constants
+  // Initializers are parameters: template ops on them stay ops, constants are Constant nodes.
+  bool keepParameters = optionDefaultAs<bool>(kReplacePass, "keep_parameters");
 };
 
 std::unique_ptr<Pass> createReplacePass(ReplaceOptions options);

@@ -43,7 +43,9 @@ struct Resolved {
 class ReplaceRun {
  public:
   ReplaceRun(const ReplaceOptions& options, Model& model, Rewriter& rw)
-      : options_(options), model_(&model), rw_(&rw), weights_(rw) {}
+      : options_(options), model_(&model), rw_(&rw), weights_(rw) {
+    weights_.setKeepParameters(options.keepParameters);
+  }
   void run(Model& model, PassContext& context);
 
  private:

@@ -146,6 +146,7 @@ ReplaceOptions replaceOptionsFromJson(const nlohmann::json& given, const RuleCon
   o.allowUnknownOp = j.at("allow_unknown_op").get<bool>();
   o.allowNoMatch = j.at("allow_no_match").get<bool>();
   o.fold = j.at("fold").get<bool>();
+  o.keepParameters = j.at("keep_parameters").get<bool>();
   const auto& list = j["replacements"];
   for (size_t i = 0; i < list.size(); ++i) {
     const auto& e = list[i];

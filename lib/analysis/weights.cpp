@@ -46,7 +46,7 @@ const HostTensor* WeightFolder::constantValue(Value* v) {
 }
 
 Value* WeightFolder::constant(Graph& g, Node* before, const HostTensor& t, const std::string& name) {
-  if (!g.owningFunction()) {
+  if (!g.owningFunction() && !keepParameters_) {
     created_++;
     return rw_.addInitializer(g, name, std::make_unique<Tensor>(toTensorProto(t, name)));  // its type comes from the tensor
   }
@@ -56,6 +56,11 @@ Value* WeightFolder::constant(Graph& g, Node* before, const HostTensor& t, const
   value.set_type(onnx::AttributeProto::TENSOR);
   *value.mutable_t() = toTensorProto(t, "");
   rw_.setAttribute(c, value);
+  onnx::TypeProto type;  // what an initializer's tensor would declare
+  type.mutable_tensor_type()->set_elem_type(t.type);
+  auto* shape = type.mutable_tensor_type()->mutable_shape();
+  for (int64_t d : t.dims) shape->add_dim()->set_dim_value(d);
+  rw_.setType(c->output(0), type);
   return c->output(0);
 }
 
@@ -69,8 +74,12 @@ void WeightFolder::fold(const std::vector<Node*>& candidates) {
     if (g.owningFunction()) continue;
     std::vector<const HostTensor*> inputs;
     bool allConstant = true, large = false;
-    for (Value* v : n->inputs())  // weights too large to fold are never read
+    bool parameter = false;
+    for (Value* v : n->inputs()) {  // weights too large to fold are never read
       if (v && v->isInitializer() && v->initializer()->storedBytes() > maxBytes_) large = true;
+      if (v && v->isInitializer() && keepParameters_) parameter = true;
+    }
+    if (parameter) continue;
     if (large) {
       tooLarge_++;
       continue;

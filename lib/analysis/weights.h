@@ -23,7 +23,8 @@ class WeightFolder {
   // The constant value of `v`: an initializer or a Constant node's output; nullptr otherwise.
   const HostTensor* constantValue(ir::Value* v);
   // A constant input named after `name`: an initializer where the graph can
-  // hold one (not inside a function body), else a Constant node before `before`.
+  // hold one (not inside a function body, parameters not kept), else a
+  // Constant node before `before`.
   ir::Value* constant(ir::Graph& g, ir::Node* before, const HostTensor& t, const std::string& name);
 
   // Folds each of `candidates`, in order, that isFoldable() and reads only
@@ -33,6 +34,11 @@ class WeightFolder {
   // erased. Initializers the folded nodes read become pruning candidates.
   void fold(const std::vector<ir::Node*>& candidates);
 
+  // Parameters kept (a training session makes every initializer a trained
+  // Variable): fold() leaves a node that reads an initializer alone, and
+  // constant() makes Constant nodes, never initializers.
+  void setKeepParameters(bool keep) { keepParameters_ = keep; }
+  bool keepParameters() const { return keepParameters_; }
   // Results (and initializer inputs) over this many bytes are not folded.
   void setMaxBytes(uint64_t bytes) { maxBytes_ = bytes; }
   size_t folded() const { return folded_; }
@@ -50,6 +56,7 @@ class WeightFolder {
   ir::Rewriter& rw_;
   size_t folded_ = 0, created_ = 0, tooLarge_ = 0;
   uint64_t maxBytes_ = UINT64_MAX;
+  bool keepParameters_ = false;
   std::map<std::string, size_t> perOp_;
   std::unordered_map<const ir::Value*, HostTensor> hostCache_;
   std::map<std::string, std::vector<ir::Value*>> memo_;

@@ -153,8 +153,19 @@ g (float[4] x) => (int64[1, 4] y) { y = NonZero(x) }
     CHECK(e.code() == ExitCode::Unsupported);
     CHECK_THAT(e.what(), Catch::Contains("op: the node producing 'y' (ai.onnx::NonZero): PopART has no NonZero op"));
   }
-  // On constants it folds away.
-  auto folded = runPass(parseModel(R"(
+  // On a Constant it folds away (in both modes); on an initializer only in
+  // inference mode: training keeps initializers (parameters) and the ops reading them.
+  const char* onConstant = R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2] x) => (float[2] y) {
+  c = Constant <value = float[3] {0.0, 1.0, 2.0}> ()
+  nz = NonZero(c)
+  s = Shape(nz)
+  f = Cast <to = 1> (s)
+  y = Add(x, f)
+}
+)";
+  const char* onInitializer = R"(
 <ir_version: 8, opset_import: ["" : 13]>
 g (float[2] x) => (float[2] y) <float[3] c = {0.0, 1.0, 2.0}> {
   nz = NonZero(c)
@@ -162,11 +173,24 @@ g (float[2] x) => (float[2] y) <float[3] c = {0.0, 1.0, 2.0}> {
   f = Cast <to = 1> (s)
   y = Add(x, f)
 }
-)"),
-                        passes::createLegalizePass({}));
-  INFO(findingsText(*folded));
-  // legalize refuses while checkImport finds anything: what counts is that the written file keeps it so.
-  CHECK(popart::checkImport(*reloaded(*folded)).empty());
+)";
+  for (auto [text, mode] : {std::pair{onConstant, "training"}, {onConstant, "inference"}, {onInitializer, "inference"}}) {
+    INFO(mode << text);
+    passes::LegalizeOptions o;
+    o.mode = mode;
+    auto folded = runPass(parseModel(text), passes::createLegalizePass(o));
+    INFO(findingsText(*folded));
+    // legalize refuses while checkImport finds anything: what counts is that the written file keeps it so.
+    CHECK(popart::checkImport(*reloaded(*folded)).empty());
+    CHECK(countOp(toProto(*folded), "NonZero") == 0);
+  }
+  try {
+    runPass(parseModel(onInitializer), passes::createLegalizePass({}));
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::Unsupported);
+    CHECK_THAT(e.what(), Catch::Contains("op: the node producing 'nz' (ai.onnx::NonZero): PopART has no NonZero op"));
+  }
 }
 
 TEST_CASE("legalize: the CLI writes nothing while findings remain", "[legalize][popart][cli]") {

@@ -76,7 +76,8 @@ std::vector<Pipeline> pipelines() {
       if (library)  // a pattern library is used by a pattern pass
         text = one(R"({"pass": "pattern", "allow_no_match": true, "rules_file": ")" + e.path().string() + "\"}");
       list.push_back({e.path().filename().string(), text, library ? fs::path() : e.path(),
-                      e.path().filename() == "popart.rules.json" || e.path().filename() == "ipu-bert-pretraining.rules.json"});
+                      e.path().filename() == "popart.rules.json" || e.path().filename() == "popart-training.rules.json" ||
+                          e.path().filename() == "ipu-bert-pretraining.rules.json"});
     }
   return list;
 }

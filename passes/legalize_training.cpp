@@ -1,0 +1,135 @@
+#include "passes/legalize_training.h"
+
+#include <cstring>
+#include <set>
+#include <string_view>
+
+#include "analysis/fold.h"
+#include "analysis/types.h"
+#include "support/error.h"
+
+namespace graphrw::passes::legalize_detail {
+
+using namespace ir;
+
+namespace {
+
+bool isRead(const Value* v) { return v && (!v->uses().empty() || v->graphOutputCount() > 0); }
+
+bool isOnnxOp(const Node& n, const char* op) { return isDefaultDomain(n.domain()) && n.opType() == op; }
+
+// A one-element constant as a double; nothing when `v` is not one.
+std::optional<double> scalarOf(const Value* v) {
+  auto t = constantOf(v);
+  if (!t || t->count() != 1) return std::nullopt;
+  switch (t->type) {
+    case onnx::TensorProto::FLOAT: {
+      float f;
+      std::memcpy(&f, t->data.data(), 4);
+      return f;
+    }
+    case onnx::TensorProto::DOUBLE: {
+      double d;
+      std::memcpy(&d, t->data.data(), 8);
+      return d;
+    }
+    case onnx::TensorProto::BOOL:
+      return t->data[0] ? 1.0 : 0.0;
+    default:
+      return std::nullopt;
+  }
+}
+
+template <typename F>
+void eachNode(Model& model, F&& f) {
+  std::vector<Node*> nodes;
+  model.graph().walkGraphs([&](Graph& g) {
+    for (const auto& n : g.nodes()) nodes.push_back(n.get());
+  });
+  for (Node* n : nodes) f(n);
+}
+
+void bypass(Rewriter& rw, Node* n) {
+  rw.replaceAllUsesWith(n->output(0), n->input(0));
+  rw.eraseNode(n);
+}
+
+}  // namespace
+
+ParameterSnapshot::Entry ParameterSnapshot::entryOf(const Value& v) {
+  const Tensor& t = *v.initializer();
+  HostTensor host = readTensor(t);
+  return {t.dataType(), t.dims(), static_cast<uint64_t>(host.data.size()), std::hash<std::string_view>{}(host.data),
+          isRead(&v)};
+}
+
+ParameterSnapshot ParameterSnapshot::of(const Model& model) {
+  ParameterSnapshot s;
+  for (const auto& v : model.graph().values())
+    if (v->isInitializer()) s.entries_.emplace(v->name(), entryOf(*v));
+  return s;
+}
+
+nlohmann::json ParameterSnapshot::check(const Model& model) const {
+  std::map<std::string, const Value*> now;
+  for (const auto& v : model.graph().values())
+    if (v->isInitializer()) now.emplace(v->name(), v.get());
+  uint64_t bytes = 0;
+  for (const auto& [name, was] : entries_) {
+    auto it = now.find(name);
+    std::string why;
+    if (it == now.end()) {
+      why = "is gone";
+    } else {
+      Entry e = entryOf(*it->second);
+      if (e.type != was.type || e.dims != was.dims) why = "changed its type or shape";
+      else if (e.bytes != was.bytes || e.hash != was.hash) why = "changed its values";
+      else if (was.read && !e.read) why = "is no longer read";
+    }
+    if (!why.empty())
+      fail(ExitCode::Internal, "legalize: parameter '" + name + "' " + why +
+                                   " in training mode (a graphrw defect: training mode keeps every initializer)");
+    bytes += was.bytes;
+  }
+  return {{"count", entries_.size()}, {"bytes", bytes}};
+}
+
+size_t removeIdentityDropouts(Rewriter& rw, Model& model) {
+  size_t removed = 0;
+  eachNode(model, [&](Node* n) {
+    if (!isOnnxOp(*n, "Dropout") || !n->input(0) || !n->output(0) || n->output(0)->graphOutputCount() > 0) return;
+    if (n->outputs().size() > 1 && isRead(n->output(1))) return;
+    // Before opset 12 the ratio is an attribute and training is the session's.
+    bool identity = false;
+    if (model.opsetVersion("").value_or(12) >= 12) {
+      auto training = n->input(2) ? scalarOf(n->input(2)) : std::optional<double>(0.0);
+      auto ratio = n->input(1) ? scalarOf(n->input(1)) : std::optional<double>(0.5);
+      identity = (training && *training == 0.0) || (ratio && *ratio == 0.0);
+    } else if (const Attribute* a = n->attribute("ratio")) {
+      identity = a->proto.f() == 0.0f;
+    }
+    if (!identity) return;
+    bypass(rw, n);
+    removed++;
+  });
+  return removed;
+}
+
+size_t removeNoopShapeOps(Rewriter& rw, Model& model) {
+  size_t removed = 0;
+  std::set<Node*> shapes;  // erased after the walk, which holds pointers to them
+  eachNode(model, [&](Node* n) {
+    if (!(isOnnxOp(*n, "Reshape") || isOnnxOp(*n, "Expand")) || !n->input(0) || !n->output(0)) return;
+    if (n->output(0)->graphOutputCount() > 0 || !constantOf(n->input(1))) return;
+    auto in = staticShape(n->input(0)), out = staticShape(n->output(0));
+    if (!in || !out || *in != *out) return;
+    if (Node* p = n->input(1)->producer(); p && isOnnxOp(*p, "Constant")) shapes.insert(p);
+    bypass(rw, n);
+    removed++;
+  });
+  for (Node* p : shapes)
+    if (!isRead(p->output(0))) rw.eraseNode(p);
+  return removed;
+}
+
+}  // namespace graphrw::passes::legalize_detail

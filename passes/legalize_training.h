@@ -1,0 +1,46 @@
+// legalize's training mode (legalize.cpp): what keeps a training export's
+// parameters as they are, and the steps only training needs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/ir.h"
+#include "ir/rewriter.h"
+
+namespace graphrw::passes::legalize_detail {
+
+// The main graph's initializers as the input had them: name -> type, shape,
+// a hash of the bytes, and whether something read it.
+class ParameterSnapshot {
+ public:
+  static ParameterSnapshot of(const ir::Model& model);
+  // Stops (exit 70, a graphrw defect) naming the first parameter that is gone,
+  // changed or no longer read; else the report entry: count and bytes kept.
+  nlohmann::json check(const ir::Model& model) const;
+
+ private:
+  struct Entry {
+    int32_t type = 0;
+    std::vector<int64_t> dims;
+    uint64_t bytes = 0;
+    size_t hash = 0;
+    bool read = false;
+  };
+  static Entry entryOf(const ir::Value& v);
+  std::map<std::string, Entry> entries_;
+};
+
+// Dropouts that do nothing (ratio 0, or not in training mode) with an unread
+// mask are removed: their readers read the input. Returns how many.
+size_t removeIdentityDropouts(ir::Rewriter& rw, ir::Model& model);
+
+// Reshape and Expand whose output has their input's static shape (what the
+// LayerNormalization replacement applies to a scale of size C) are removed,
+// so that the op reads the parameter itself. Returns how many.
+size_t removeNoopShapeOps(ir::Rewriter& rw, ir::Model& model);
+
+}  // namespace graphrw::passes::legalize_detail
