@@ -80,13 +80,23 @@ class LegalizePass final : public Pass {
       usageError("legalize: mode must be 'training' or 'inference', not '" + options_.mode + "'");
     if (options_.gelu != "erf" && options_.gelu != "tanh")
       usageError("legalize: gelu must be 'erf' or 'tanh', not '" + options_.gelu + "'");
+    if (options_.popartVersion.empty()) {
+      version_ = newestPopart();
+    } else if (auto v = parsePopartVersion(options_.popartVersion)) {
+      version_ = *v;
+    } else {
+      usageError("legalize: popart_version must be a release X.Y (such as 3.2), not '" + options_.popartVersion + "'");
+    }
     const auto& patterns = data.json.value("patterns", nlohmann::json::array());
     for (size_t i = 0; i < patterns.size(); ++i) {
       const auto& p = patterns[i];
       if (p.value("gelu", options_.gelu) != options_.gelu) continue;
       std::string at = where.at("/patterns/" + std::to_string(i));
-      patterns_.emplace_back(parseTemplate(p["match"].get<std::string>(), at + "/match"),
-                             parseTemplate(p["replace"].get<std::string>(), at + "/replace"), at);
+      onnx::FunctionProto replacement = parseTemplate(p["replace"].get<std::string>(), at + "/replace");
+      // A replacement with an op the PopART release lacks (GeluErf before 3.3) is not
+      // applied: the chain stays in ai.onnx ops, which that release imports.
+      if (!availableAt(replacement, version_)) continue;
+      patterns_.emplace_back(parseTemplate(p["match"].get<std::string>(), at + "/match"), std::move(replacement), at);
     }
     replace_ = replaceOptionsFromJson(data.json["replace"], where, "/replace");
     replace_.quietNoMatch = true;  // the target's replacements apply to whatever a model has
@@ -178,9 +188,10 @@ class LegalizePass final : public Pass {
     if (size_t placed = popart::fillPlacement(rw, model.graph())) steps["placement_filled"] = placed;
     context.details["target"] = options_.target;
     context.details["mode"] = options_.mode;
+    context.details["popart_version"] = version_.str();
     context.details["steps"] = std::move(steps);
     if (parameters) context.details["parameters_kept"] = parameters->check(model);
-    auto findings = popart::checkImport(model);
+    auto findings = popart::checkImport(model, version_);
     if (findings.empty()) return;
     nlohmann::json list = nlohmann::json::array();
     for (const auto& f : findings) list.push_back({{"check", f.check}, {"where", f.where}, {"message", f.message}});
@@ -194,6 +205,13 @@ class LegalizePass final : public Pass {
   }
 
  private:
+  static bool availableAt(const onnx::FunctionProto& f, PopartVersion version) {
+    for (const auto& n : f.node())
+      if (n.domain() == "ai.graphcore")
+        if (auto since = graphcoreOpSince(n.op_type()); since && *since > version) return false;
+    return true;
+  }
+
   // A LayerNormalization without bias (PyTorch's bias=False) gets a zero one
   // of its scale's shape (a Constant, which the replacement's weight folding
   // turns into the bias initializer), so that the replacement's
@@ -225,6 +243,7 @@ class LegalizePass final : public Pass {
   }
 
   LegalizeOptions options_;
+  PopartVersion version_;
   std::vector<Pattern> patterns_;
   ReplaceOptions replace_;
 };
@@ -259,6 +278,10 @@ const RegisterPass registration{PassSpec{
                      "training session trains each one), training-mode Dropout becomes Dropout-10, BatchNormalization "
                      "its five-output training form; inference: ops on weights are folded into new initializers",
              .schema = {{"enum", {"training", "inference"}}}, .defaultValue = "training"},
+            {.key = "popart_version", .flags = "--popart-version", .kind = Kind::String,
+             .help = "The PopART release X.Y to write for (default: the newest graphrw knows); before 3.3 the erf GELU "
+                     "stays in ai.onnx ops (PopART has no GeluErf), and any ai.graphcore op newer than X.Y is a finding",
+             .schema = {{"type", "string"}, {"pattern", "^[0-9]{1,3}\\.[0-9]{1,3}$"}}},
             {.key = "fold_max_bytes", .flags = "--fold-max-bytes", .kind = Kind::Integer,
              .help = "Leave folded results over this many bytes alone",
              .schema = {{"type", "integer"}, {"minimum", 0}}, .defaultValue = kDefaultFoldMaxBytes},
@@ -278,6 +301,7 @@ const RegisterPass registration{PassSpec{
       o.foldMaxBytes = entry.at("fold_max_bytes").get<uint64_t>();
       o.gelu = entry.at("gelu").get<std::string>();
       o.mode = entry.at("mode").get<std::string>();
+      if (entry.contains("popart_version")) o.popartVersion = entry["popart_version"].get<std::string>();
       return createLegalizePass(std::move(o));
     },
 }};

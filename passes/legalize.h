@@ -29,6 +29,8 @@ struct LegalizeOptions {
   std::string gelu = optionDefaultAs<std::string>(kLegalizePass, "gelu");
   // training: every initializer kept as it is (a parameter); inference: weight transforms folded.
   std::string mode = optionDefaultAs<std::string>(kLegalizePass, "mode");
+  // The PopART release X.Y to write for ("": the newest graphrw knows).
+  std::string popartVersion;
 };
 
 std::unique_ptr<Pass> createLegalizePass(LegalizeOptions options);

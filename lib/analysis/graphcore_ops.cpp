@@ -133,6 +133,35 @@ const nlohmann::json& graphcoreOpsData() {
   return data;
 }
 
+std::optional<PopartVersion> parsePopartVersion(std::string_view text) {
+  auto number = [](std::string_view s) -> std::optional<int> {
+    if (s.empty() || s.size() > 3) return std::nullopt;
+    int v = 0;
+    for (char c : s) {
+      if (c < '0' || c > '9') return std::nullopt;
+      v = v * 10 + (c - '0');
+    }
+    return v;
+  };
+  size_t dot = text.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  auto major = number(text.substr(0, dot)), minor = number(text.substr(dot + 1));
+  if (!major || !minor) return std::nullopt;
+  return PopartVersion{*major, *minor};
+}
+
+PopartVersion newestPopart() {
+  static const PopartVersion newest = *parsePopartVersion(graphcoreOpsData()["popart_newest"].get<std::string>());
+  return newest;
+}
+
+std::optional<PopartVersion> graphcoreOpSince(const std::string& op) {
+  const auto& ops = graphcoreOpsData()["ops"];
+  auto it = ops.find(op);
+  if (it == ops.end() || !it->contains("since")) return std::nullopt;
+  return parsePopartVersion((*it)["since"].get<std::string>());
+}
+
 void registerGraphcoreOps() {
   static std::once_flag once;
   std::call_once(once, [] {

@@ -3,9 +3,27 @@
 // own attribute typing treat them like standard ops.
 #pragma once
 
+#include <compare>
+#include <optional>
+#include <string>
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 namespace graphrw {
+
+// A PopART release, major.minor.
+struct PopartVersion {
+  int major = 0, minor = 0;
+  auto operator<=>(const PopartVersion&) const = default;
+  std::string str() const { return std::to_string(major) + "." + std::to_string(minor); }
+};
+// "3.2" -> {3, 2}; nothing unless two decimal numbers (at most 3 digits each) joined by '.'.
+std::optional<PopartVersion> parsePopartVersion(std::string_view text);
+// The newest release graphrw's data describes (graphcore-ops.json's popart_newest).
+PopartVersion newestPopart();
+// The first release with ai.graphcore::`op` (graphcore-ops.json's since); nothing for an op the data lacks.
+std::optional<PopartVersion> graphcoreOpSince(const std::string& op);
 
 // Registers the ops once per process (thread-safe); later calls do nothing.
 void registerGraphcoreOps();

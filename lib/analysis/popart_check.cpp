@@ -96,7 +96,7 @@ std::string describe(const std::optional<std::string>& bytes, const Value* v) {
 
 class Checker {
  public:
-  explicit Checker(const Model& model) : model_(model) {}
+  Checker(const Model& model, PopartVersion version) : model_(model), version_(version) {}
 
   std::vector<Finding> run() {
     registerGraphcoreOps();
@@ -193,6 +193,13 @@ class Checker {
       return;
     }
     if (domain != "ai.graphcore") return;
+    if (auto since = graphcoreOpSince(n.opType()); since && *since > version_)
+      add("op-version", at(n),
+          "ai.graphcore::" + n.opType() + " exists from PopART " + since->str() + " on; the target is PopART " +
+              version_.str() +
+              (n.opType() == "GeluErf" ? " (legalize --popart-version " + version_.str() +
+                                             " writes the erf GELU with ai.onnx ops, --gelu tanh as ai.graphcore::Gelu)"
+                                       : ""));
     const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema(n.opType(), 1, "ai.graphcore");
     if (!s) return;  // PopART has it, graphrw has no data about it
     auto count = [](const std::vector<Value*>& vs) {
@@ -395,6 +402,7 @@ class Checker {
   }
 
   const Model& model_;
+  PopartVersion version_;
   int64_t onnxOpset_ = 10;
   std::vector<Finding> findings_;
   std::vector<const Node*> mainNodes_;
@@ -408,12 +416,12 @@ class Checker {
 const std::vector<std::string>& findingClasses() {
   static const std::vector<std::string> classes = {
       "ir-version",         "opset",          "domain",         "functions",         "dynamic-shape",
-      "op",                 "graphcore-op",   "attribute",      "groupnorm-params",  "placement",
+      "op",                 "graphcore-op",   "op-version",     "attribute",      "groupnorm-params",  "placement",
       "stage-ipu",          "stage-order",    "weight-ipus",    "pipeline-recompute", "callee-placement",
       "callee-name",        "callee-initializer", "callee-checkpoint", "callee-shape-operand", "shape-operand"};
   return classes;
 }
 
-std::vector<Finding> checkImport(const Model& model) { return Checker(model).run(); }
+std::vector<Finding> checkImport(const Model& model, PopartVersion version) { return Checker(model, version).run(); }
 
 }  // namespace graphrw::popart

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/graphcore_ops.h"
 #include "ir/ir.h"
 
 namespace graphrw::popart {
@@ -18,9 +19,9 @@ struct Finding {
   std::string message;  // what is wrong and what PopART wants
 };
 
-// Every import failure graphrw knows of, in a stable order (model-level
-// findings first, then graph order).
-std::vector<Finding> checkImport(const ir::Model& model);
+// Every import failure graphrw knows of for PopART `version`, in a stable
+// order (model-level findings first, then graph order).
+std::vector<Finding> checkImport(const ir::Model& model, PopartVersion version = newestPopart());
 
 // The finding classes, in the order checkImport reports them.
 const std::vector<std::string>& findingClasses();

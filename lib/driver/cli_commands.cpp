@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "analysis/graphcore_ops.h"
 #include "analysis/popart_check.h"
 #include "driver/cli_common.h"
 #include "driver/compare.h"
@@ -137,7 +138,7 @@ Command addCompareCommand(CLI::App& app) {
 
 Command addValidateCommand(CLI::App& app) {
   struct Args {
-    std::string input, target;
+    std::string input, target, popartVersion;
     bool json = false;
   };
   auto args = std::make_shared<Args>();
@@ -146,16 +147,27 @@ Command addValidateCommand(CLI::App& app) {
   validate->add_flag("--json", args->json, "Print JSON");
   validate->add_option("--target", args->target, "Also check what this target's import refuses (popart)")
       ->check(CLI::IsMember({"popart"}));
+  validate
+      ->add_option("--popart-version", args->popartVersion,
+                   "With --target popart: the PopART release X.Y to check for (default: the newest graphrw knows, " +
+                       newestPopart().str() + "); ai.graphcore ops newer than it are findings")
+      ->check([](const std::string& v) {
+        return parsePopartVersion(v) ? std::string() : "not a version X.Y (such as 3.2): '" + v + "'";
+      });
   validate->footer("\nExamples:\n  graphrw validate model.onnx\n  graphrw validate --target popart model.ipu.onnx\n"
                    "  graphrw validate --json model.onnx | jq '.findings'\n");
   return {validate, [args] {
+            if (!args->popartVersion.empty() && args->target != "popart")
+              usageError("validate: --popart-version needs --target popart");
             auto model = loadModel(args->input);
             auto findings = validateModel(*model);
+            PopartVersion version = args->popartVersion.empty() ? newestPopart() : *parsePopartVersion(args->popartVersion);
             if (args->target == "popart")
-              for (auto& f : popart::checkImport(*model)) findings.push_back({"popart:" + f.check, f.where, f.message});
+              for (auto& f : popart::checkImport(*model, version)) findings.push_back({"popart:" + f.check, f.where, f.message});
             if (args->json) {
               nlohmann::json j;
               if (!args->target.empty()) j["target"] = args->target;
+              if (args->target == "popart") j["popart_version"] = version.str();
               j["valid"] = findings.empty();
               j["findings"] = nlohmann::json::array();
               for (const auto& f : findings)

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 
+#include "analysis/graphcore_ops.h"
 #include "analysis/popart.h"
 #include "analysis/popart_check.h"
 #include "driver/pass_manager.h"
@@ -462,4 +463,69 @@ g (float[2, 3, 4] x) => (float[2, 3, 4] y)
   auto legalBroadcast = runPass(broadcast, passes::createLegalizePass({}));
   CHECK(popart::checkImport(*reloaded(*legalBroadcast)).empty());
   checkSameMaths(full, mapBack(*legalBroadcast), 1e-4);
+}
+
+TEST_CASE("legalize and validate --popart-version: GeluErf only from PopART 3.3", "[legalize][popart][version]") {
+  // The data: every ai.graphcore op has the release it appeared in.
+  for (const auto& [op, _] : graphcoreOpsData()["ops"].items()) {
+    INFO(op);
+    CHECK(graphcoreOpSince(op).has_value());
+  }
+  CHECK(graphcoreOpSince("GeluErf") == PopartVersion{3, 3});
+  CHECK(graphcoreOpSince("Gelu") == PopartVersion{1, 2});
+  CHECK(newestPopart() == PopartVersion{3, 4});
+  CHECK(parsePopartVersion("3.2") == PopartVersion{3, 2});
+  for (const char* bad : {"3", "3.", ".2", "3.x", "3.2.1", "-3.2", "1234.1", " 3.2", ""}) {
+    INFO(bad);
+    CHECK_FALSE(parsePopartVersion(bad).has_value());
+  }
+
+  // Before 3.3 the erf GELU stays as ai.onnx ops, which PopART 3.2 imports; the same maths.
+  fs::path path = pytorchDir() / "bert-opset17.onnx";
+  auto original = readProto(path);
+  passes::LegalizeOptions o;
+  o.dims = {{"batch", 2}, {"sequence", 8}};
+  o.popartVersion = "3.2";
+  nlohmann::json report;
+  auto model = runPass(original, passes::createLegalizePass(o), &report);
+  INFO(report.dump());
+  CHECK(report["popart_version"] == "3.2");
+  CHECK(report["steps"]["patterns"].empty());
+  auto written = toProto(*model);
+  CHECK(countOp(written, "GeluErf") == 0);
+  CHECK(countOp(written, "Erf") == 2);
+  CHECK(popart::checkImport(*reloaded(*model), PopartVersion{3, 2}).empty());
+  checkSameMaths(original, mapBack(*model), 1e-4, 40);
+  // --gelu tanh: ai.graphcore::Gelu, there since 1.2.
+  o.gelu = "tanh";
+  auto tanh = toProto(*runPass(original, passes::createLegalizePass(o)));
+  CHECK(countOp(tanh, "Gelu") == 2);
+  passes::LegalizeOptions bad;
+  bad.popartVersion = "3.x";
+  CHECK_THROWS_WITH(passes::createLegalizePass(bad), Catch::Contains("popart_version must be a release X.Y"));
+
+  // validate: a GeluErf is an op-version finding for 3.2, nothing for 3.3.
+  auto gelu = parseModel(R"(
+<ir_version: 6, opset_import: ["" : 11, "ai.graphcore" : 1]>
+g (float[2, 4] x) => (float[2, 4] y) { y = ai.graphcore.GeluErf (x) }
+)");
+  auto m = runPass(gelu, passes::createLegalizePass({}));
+  auto old = popart::checkImport(*m, PopartVersion{3, 2});
+  REQUIRE(old.size() == 1);
+  CHECK(old[0].check == "op-version");
+  CHECK_THAT(old[0].message, Catch::Contains("exists from PopART 3.3 on; the target is PopART 3.2"));
+  CHECK(popart::checkImport(*m, PopartVersion{3, 3}).empty());
+  CHECK(popart::checkImport(*m).empty());
+  // The CLI: the finding, exit 1; a bad version or one without --target popart, exit 2.
+  TempDir dir;
+  writeModel(*m, (dir / "g.onnx").string());
+  std::string file = (dir / "g.onnx").string();
+  auto r = run(graphrwBin() + " validate --target popart --popart-version 3.2 '" + file + "'");
+  CHECK(r.status == 1);
+  CHECK_THAT(r.out, Catch::Contains("popart:op-version"));
+  CHECK(run(graphrwBin() + " validate --target popart --popart-version 3.3 '" + file + "'").status == 0);
+  r = run(graphrwBin() + " validate --target popart --popart-version 3.x '" + file + "'");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("not a version X.Y"));
+  CHECK(run(graphrwBin() + " validate --popart-version 3.2 '" + file + "'").status == 2);
 }
