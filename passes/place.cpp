@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "analysis/attributes.h"
+#include "analysis/fold.h"
 #include "analysis/popart.h"
 #include "io/writer.h"
 #include "support/error.h"
@@ -29,6 +30,7 @@ class PlaceRun {
 
   void run(PassContext& context) {
     Graph& g = model_.graph();
+    if (options_.untie) context.details["untied"] = untie();
     std::vector<Node*> nodes;
     for (const auto& n : g.nodes()) nodes.push_back(n.get());
     std::unordered_map<const Node*, size_t> stage;
@@ -105,6 +107,35 @@ class PlaceRun {
   }
 
  private:
+  static bool isParameterCopy(const Node& n) {
+    const Value* in = n.input(0);
+    return n.opType() == "Identity" && isDefaultDomain(n.domain()) && in && in->isInitializer() && !in->isGraphInput() &&
+           n.output(0) && n.output(0)->graphOutputCount() == 0 && !popart::isCheckpoint(n);
+  }
+
+  // PyTorch's exporter keeps one initializer for parameters of equal value and
+  // writes each other one as an Identity of it named after that parameter
+  // (every LayerNorm weight of an untrained model). Each such Identity becomes
+  // an initializer of its own under its name, holding a copy of the bytes.
+  // Returns {name: the initializer it copies}.
+  nlohmann::json untie() {
+    Graph& g = model_.graph();
+    std::vector<Node*> copies;
+    for (const auto& n : g.nodes())
+      if (isParameterCopy(*n)) copies.push_back(n.get());
+    nlohmann::json untied = nlohmann::json::object();
+    for (Node* n : copies) {
+      Value* out = n->output(0);
+      std::string name = out->name(), from = n->input(0)->name();
+      rw_.renameValue(out, name + "/untied");
+      Value* own = rw_.addInitializer(g, name, std::make_unique<Tensor>(toTensorProto(readTensor(*n->input(0)->initializer()), name)));
+      rw_.replaceAllUsesWith(out, own);
+      rw_.eraseNode(n);
+      untied[own->name()] = from;
+    }
+    return untied;
+  }
+
   // The IPU of each stage: as given, else stage i on IPU i.
   std::vector<int64_t> stageIpus() const {
     size_t stages = std::max<size_t>(options_.stages.size(), 1);
@@ -141,6 +172,7 @@ class PlaceRun {
     for (size_t i = 0; i < group.size(); ++i) group[i] = i;
     std::function<size_t(size_t)> root = [&](size_t s) { return group[s] == s ? s : group[s] = root(group[s]); };
     std::string first;
+    bool throughIdentity = false;
     for (const auto& init : model_.graph().initializers()) {
       std::map<size_t, const Node*> readers;  // stage -> first reader
       for (const Use& u : init.value->uses()) {
@@ -157,14 +189,19 @@ class PlaceRun {
       }
       if (!first.empty()) continue;
       first = "weight '" + init.value->name() + "' is read by";
-      for (const auto& [s, n] : readers)
+      for (const auto& [s, n] : readers) {
         first += " " + nodeLabel(*n) + " (stage " + std::to_string(s) + ", IPU " + std::to_string(ipus[s]) + ")";
+        throughIdentity |= isParameterCopy(*n);
+      }
     }
     if (first.empty()) return;
     std::string suggestion;
     for (size_t s = 0; s < ipus.size(); ++s) suggestion += (s ? "," : "") + std::to_string(ipus[root(s)]);
     usageError("place: " + first + "; PopART cannot copy a weight between IPUs when pipelining "
-               "(transforms/pipeline.cpp:142): put the stages that read it on one IPU, e.g. --ipus " + suggestion);
+               "(transforms/pipeline.cpp:142): put the stages that read it on one IPU, e.g. --ipus " + suggestion +
+               (throughIdentity ? "; or, where PyTorch merged parameters of equal value (read through Identity nodes "
+                                  "named after them), give each its own copy with --untie"
+                                : ""));
   }
 
   // Unmatched nodes follow their data: the latest stage among their producers;
@@ -341,6 +378,11 @@ const RegisterPass registration{PassSpec{
             {.key = "allow_no_match", .flags = "--allow-no-match", .kind = Kind::Flag,
              .help = "A stage whose selectors match nothing is a warning, not an error",
              .schema = {{"type", "boolean"}}, .defaultValue = false},
+            {.key = "untie", .flags = "--untie", .kind = Kind::Flag,
+             .help = "First give each parameter PyTorch merged for having an equal value (an Identity of an "
+                     "initializer, named after the parameter) its own initializer under that name; a real tie "
+                     "(one tensor read twice) stays",
+             .schema = {{"type", "boolean"}}, .defaultValue = false},
         },
     .examples =
         {
@@ -356,6 +398,7 @@ const RegisterPass registration{PassSpec{
       if (entry.contains("ipus")) o.ipus = entry["ipus"].get<std::vector<int64_t>>();
       o.pipeline = entry.at("pipeline").get<bool>();
       o.allowNoMatch = entry.at("allow_no_match").get<bool>();
+      o.untie = entry.at("untie").get<bool>();
       if (o.stages.empty() && o.ipus.size() > 1)
         usageError(where.at(pointer + "/ipus") + ": without stages, give one IPU (every op goes there)");
       if (o.stages.empty() && o.ipus.empty())

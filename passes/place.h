@@ -25,6 +25,9 @@ struct PlaceOptions {
   std::vector<int64_t> ipus;  // per stage (default: stage i on IPU i); without stages: one IPU for all
   bool pipeline = optionDefaultAs<bool>(kPlacePass, "pipeline");  // false: only __ipu_number (sharding)
   bool allowNoMatch = optionDefaultAs<bool>(kPlacePass, "allow_no_match");
+  // Parameters PyTorch merged for equal values (an Identity of an initializer,
+  // named after the other parameter) each get their own initializer first.
+  bool untie = optionDefaultAs<bool>(kPlacePass, "untie");
 };
 
 std::unique_ptr<Pass> createPlacePass(PlaceOptions options);

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "analysis/fold.h"
 #include "analysis/popart_check.h"
 #include "driver/pass_manager.h"
 #include "driver/rules.h"
@@ -10,6 +11,7 @@
 #include "io/loader.h"
 #include "io/writer.h"
 #include "passes/checkpoint.h"
+#include "passes/legalize.h"
 #include "passes/place.h"
 #include "support.h"
 #include "support/error.h"
@@ -252,4 +254,55 @@ TEST_CASE("place and checkpoint --mode recompute refuse each other, in either or
   checkpoint.after = sel("scope=/l0/");
   auto checkpointed = runPass(toProto(*placed), passes::createCheckpointPass(checkpoint));
   CHECK(popart::checkImport(*checkpointed).empty());
+}
+
+TEST_CASE("place --untie: parameters PyTorch merged for equal values get their own copy, a real tie stays one",
+          "[place][training][pytorch]") {
+  fs::path dir = fs::path(GRAPHRW_SOURCE_DIR) / "tests" / "models" / "pytorch";
+  // An eval export: every LayerNorm weight of the untrained model is ones, so
+  // PyTorch kept 'ln.weight' and wrote the others as Identity nodes named after them.
+  auto original = readProto(dir / "bert-opset15.onnx");
+  passes::LegalizeOptions legal;
+  legal.dims = {{"batch", 2}, {"sequence", 8}};
+  auto legalized = toProto(*runPass(original, passes::createLegalizePass(legal)));
+  auto two = stages({"scope=/layers.0/", "scope=/layers.1/"});
+  try {
+    runPass(legalized, passes::createPlacePass(two));
+    FAIL("placed");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::Usage);
+    CHECK_THAT(e.what(), Catch::Contains("weight 'ln.") && Catch::Contains("ai.onnx::Identity") &&
+                             Catch::Contains("--untie"));
+  }
+  auto untie = two;
+  untie.untie = true;
+  nlohmann::json report;
+  auto placed = runPass(legalized, passes::createPlacePass(untie), &report);
+  INFO(report.dump());
+  CHECK(report["untied"].size() == 8);
+  CHECK(report["untied"]["layers.1.ln2.weight"] == "ln.weight");
+  CHECK(popart::checkImport(*placed).empty());
+  auto out = toProto(*placed);
+  std::map<std::string, std::string> bytes;
+  for (const auto& t : out.graph().initializer()) bytes[t.name()] = readTensor(ir::Tensor(t)).data;
+  for (const auto& [name, from] : report["untied"].items()) {
+    INFO(name);
+    REQUIRE(bytes.count(name));
+    CHECK(bytes[name] == bytes.at(from.get<std::string>()));
+  }
+  CHECK(countOp(out, "Identity") == 0);
+  checkSameMaths(original, mapBack(*placed), 1e-4, 40);
+
+  // A training export ties the MLM decoder to the word embedding with one
+  // tensor, no Identity: --untie leaves it, and splitting it is still refused.
+  auto mlm = toProto(*runPass(readProto(dir / "bert-mlm-train-opset15.onnx"), passes::createLegalizePass({})));
+  auto split = stages({"scope=/bert/embeddings/", "scope=/bert/encoder/", "scope=/cls/"});
+  split.untie = true;
+  try {
+    runPass(mlm, passes::createPlacePass(split));
+    FAIL("placed");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("weight 'bert.embeddings.word_embeddings.weight' is read by") &&
+                             Catch::Contains("--ipus 0,1,0") && !Catch::Contains("--untie"));
+  }
 }
