@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <set>
+
 #include "analysis/types.h"
 #include "analysis/weights.h"
 #include "support/error.h"
@@ -28,13 +30,18 @@ class FoldRun {
 
   void run(PassContext& context) {
     if (options_.shapes) inferMissingTypes(rw_);
+    // Inference: a copy of an initializer through Identity is the initializer (not folded into a second one).
+    if (!options_.keepParameters) context.details["identities_read_through"] = readThroughIdentities();
     std::map<std::string, size_t> perOp;
     size_t folded = 0, tooLarge = 0, pruned = 0;
     // Each round folds whole chains (nodes are visited in order); a round
     // that folds a Shape can expose more.
-    for (int round = 0; round < 16; ++round) {
-      // What the last round folded may complete types (a Reshape whose shape is now constant).
-      if (options_.shapes && round > 0) refineTypes();
+    std::set<const Value*> before;  // the initializers the model came with
+    for (const auto& init : model_.graph().initializers()) before.insert(init.value);
+    size_t rounds = 0;
+    for (;; ++rounds) {  // until a round folds nothing: each folds at least one node
+      // What the last round (or an earlier pass) folded may complete types (a Reshape whose shape is now constant).
+      if (options_.shapes) refineTypes();
       size_t shapes = options_.shapes ? foldShapes(perOp) : 0;
       WeightFolder weights(rw_);
       weights.setMaxBytes(options_.maxBytes);
@@ -50,7 +57,14 @@ class FoldRun {
       tooLarge = weights.tooLarge();
       if (shapes + weights.folded() == 0) break;
     }
+    ++rounds;
+    if (!options_.keepParameters) {
+      // Inference: what a runtime would read as a constant anyway is one.
+      context.details["constants_to_initializers"] = constantsToInitializers();
+      if (options_.shareDuplicates) context.details["duplicates_shared"] = shareDuplicates(before);
+    }
     context.matched = folded;
+    context.details["rounds"] = rounds;
     context.details["folded"] = perOp;
     context.details["left_too_large"] = tooLarge;
     context.details["initializers_pruned"] = pruned;
@@ -58,6 +72,61 @@ class FoldRun {
   }
 
  private:
+  // Identity of an initializer: its readers read the initializer (a graph output stays).
+  size_t readThroughIdentities() {
+    std::vector<Node*> found;
+    for (const auto& n : model_.graph().nodes())
+      if (isDefaultDomain(n->domain()) && n->opType() == "Identity" && n->input(0) && n->input(0)->isInitializer() &&
+          !n->input(0)->isGraphInput() && n->output(0) && n->output(0)->graphOutputCount() == 0)
+        found.push_back(n.get());
+    for (Node* n : found) {
+      rw_.replaceAllUsesWith(n->output(0), n->input(0));
+      rw_.eraseNode(n);
+    }
+    return found.size();
+  }
+
+  // Constant nodes of the main graph become initializers of their output's name.
+  size_t constantsToInitializers() {
+    std::vector<Node*> found;
+    for (const auto& n : model_.graph().nodes())
+      if (isDefaultDomain(n->domain()) && n->opType() == "Constant" && n->output(0)) found.push_back(n.get());
+    size_t done = 0;
+    WeightFolder weights(rw_);
+    for (Node* n : found) {
+      const HostTensor* t = weights.constantValue(n->output(0));
+      if (!t) continue;  // a sparse or string value: left as it is
+      HostTensor value = *t;
+      Value* old = n->output(0);
+      std::string name = old->name();
+      rw_.renameValue(old, name + "/constant");
+      Value* init = rw_.addInitializer(model_.graph(), name, std::make_unique<Tensor>(toTensorProto(value, name)));
+      rw_.replaceAllUsesWith(old, init, /*graphOutputs=*/true);
+      rw_.eraseNode(n);
+      done++;
+    }
+    return done;
+  }
+
+  // Initializers this run made (folded results, former Constants) that hold
+  // the same small tensor become one: the first, in graph order.
+  size_t shareDuplicates(const std::set<const Value*>& before) {
+    constexpr uint64_t kSmall = 1024;
+    std::map<std::string, Value*> first;
+    std::vector<std::pair<Value*, Value*>> same;
+    for (const auto& init : model_.graph().initializers()) {
+      Value* v = init.value;
+      if (before.count(v) || v->isGraphInput() || v->graphOutputCount() > 0 || v->initializer()->storedBytes() > kSmall) continue;
+      auto [it, fresh] = first.emplace(contentKey(readTensor(*v->initializer())), v);
+      if (!fresh) same.emplace_back(v, it->second);
+    }
+    for (auto [v, keep] : same) {
+      rw_.replaceAllUsesWith(v, keep);
+      rw_.eraseInitializer(v);
+    }
+    return same.size();
+  }
+
   // Types that are not fully static are inferred again: constants folded in
   // the last round (a Reshape's shape) can make them so. A value inference
   // still cannot type keeps what it had.
@@ -141,6 +210,11 @@ const RegisterPass registration{PassSpec{
              .help = "Treat initializers as trained parameters (a training session makes each one a Variable): ops "
                      "reading them stay ops, and folded results are Constant nodes, not new initializers",
              .schema = {{"type", "boolean"}}, .defaultValue = false},
+            {.key = "share_duplicates", .flags = "--no-share-duplicates", .kind = Kind::NoFlag,
+             .help = "Small initializers this run makes (folded results, former Constant nodes) that hold equal "
+                     "tensors become one (--no-share-duplicates: each reader keeps its own, as pipelined PopART "
+                     "needs when the readers end up on different IPUs)",
+             .schema = {{"type", "boolean"}}, .defaultValue = true},
         },
     .examples =
         {
@@ -152,6 +226,7 @@ const RegisterPass registration{PassSpec{
       o.maxBytes = entry.at("max_bytes").get<uint64_t>();
       o.shapes = entry.at("shapes").get<bool>();
       o.keepParameters = entry.at("keep_parameters").get<bool>();
+      o.shareDuplicates = entry.at("share_duplicates").get<bool>();
       return createFoldPass(o);
     },
 }};

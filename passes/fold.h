@@ -20,6 +20,8 @@ struct FoldOptions {
   bool shapes = optionDefaultAs<bool>(kFoldPass, "shapes");               // fold Shape / Size of tensors whose shape is static
   // Initializers are parameters: ops reading them stay, results are Constant nodes.
   bool keepParameters = optionDefaultAs<bool>(kFoldPass, "keep_parameters");
+  // Small initializers this run made that hold equal tensors become one.
+  bool shareDuplicates = optionDefaultAs<bool>(kFoldPass, "share_duplicates");
 };
 
 std::unique_ptr<Pass> createFoldPass(FoldOptions options);

@@ -156,9 +156,11 @@ class LegalizePass final : public Pass {
     FoldOptions fold;
     fold.maxBytes = options_.foldMaxBytes;
     fold.keepParameters = training();
+    // Not shared: stages placed later may read them on different IPUs, and
+    // pipelined PopART copies no initializer between IPUs.
+    fold.shareDuplicates = false;
     step("fold", createFoldPass(fold));
-    if (training())
-      if (size_t n = legalize_detail::removeIdentityDropouts(rw, model)) steps["dropout_identity_removed"] = n;
+    if (size_t n = legalize_detail::removeIdentityDropouts(rw, model)) steps["dropout_identity_removed"] = n;
     nlohmann::json rewritten = nlohmann::json::object();
     for (const Pattern& p : patterns_)
       if (size_t n = p.rewrite(model, rw, model.graph())) rewritten[p.name()] = rewritten.value(p.name(), 0) + n;

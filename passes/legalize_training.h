@@ -1,5 +1,6 @@
 // legalize's training mode (legalize.cpp): what keeps a training export's
-// parameters as they are, and the steps only training needs.
+// parameters as they are, and steps on Dropout and shape ops (the Dropout one
+// runs in both modes).
 #pragma once
 
 #include <cstdint>

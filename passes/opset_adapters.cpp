@@ -191,15 +191,6 @@ bool isRead(const Value* v) { return v && (!v->uses().empty() || v->graphOutputC
 // has that form only when converting for training (OpsetOptions::training),
 // and then its ratio must be a constant; its mask stays only where read.
 StepResult dropoutInputs(Node* n, StepContext& c) {
-  bool training = false;
-  if (Value* mode = n->input(2)) {
-    const HostTensor* t = c.weights.constantValue(mode);
-    if (!t) return {{}, "training_mode '" + mode->name() + "' is not a constant"};
-    training = t->count() != 1 || t->data.find_first_not_of('\0') != std::string::npos;
-    if (training && !c.training)
-      return {{}, "training_mode is true: training-mode Dropout has no form before opset 12 outside training "
-                  "(convert with --training for a runtime that drops in training sessions, as PopART does)"};
-  }
   std::optional<float> ratio;
   if (Value* r = n->input(1)) {
     const HostTensor* t = c.weights.constantValue(r);
@@ -214,11 +205,29 @@ StepResult dropoutInputs(Node* n, StepContext& c) {
         ratio = static_cast<float>(d);
       }
     }
-    // In inference mode the ratio does nothing: a non-constant one is dropped.
-    if (training && !ratio) return {{}, "ratio '" + r->name() + "' is not a constant float: Dropout 10 needs it as an attribute"};
   }
+  bool training = false;
+  if (Value* mode = n->input(2)) {
+    const HostTensor* t = c.weights.constantValue(mode);
+    if (!t) return {{}, "training_mode '" + mode->name() + "' is not a constant"};
+    training = t->count() != 1 || t->data.find_first_not_of('\0') != std::string::npos;
+  }
+  bool maskRead = n->outputs().size() > 1 && isRead(n->output(1));
+  // Ratio 0 drops nothing, in training too (torchvision's Swin writes it): an Identity.
+  if (training && ratio && *ratio == 0.0f && !maskRead) {
+    if (n->outputs().size() > 1) c.rw.reshapeOutputs(n, {0}, {""});
+    Node* id = addTaking(c, n, "Identity", {n->input(0)});
+    takeOver(c, n, id);
+    return {{id}, ""};
+  }
+  if (training && !c.training)
+    return {{}, "training_mode is true: training-mode Dropout has no form before opset 12 outside training "
+                "(convert with --training for a runtime that drops in training sessions, as PopART does)"};
+  // In inference mode the ratio does nothing: a non-constant one is dropped.
+  if (training && n->input(1) && !ratio)
+    return {{}, "ratio '" + n->input(1)->name() + "' is not a constant float: Dropout 10 needs it as an attribute"};
   c.rw.setInputs(n, {n->input(0)});
-  if (training && n->outputs().size() > 1 && !isRead(n->output(1))) c.rw.reshapeOutputs(n, {0}, {""});
+  if (training && n->outputs().size() > 1 && !maskRead) c.rw.reshapeOutputs(n, {0}, {""});
   c.rw.removeAttribute(n, "seed");
   if (ratio) c.rw.setAttribute(n, floatAttr("ratio", *ratio));
   return {{n}, ""};

@@ -46,6 +46,12 @@ onnx::ModelProto readProto(const fs::path& path) {
   return proto;
 }
 
+onnx::TensorProto readTensorFile(const fs::path& path) {
+  onnx::TensorProto t;
+  REQUIRE(t.ParseFromString(readFile(path)));
+  return t;
+}
+
 void writeProto(const onnx::ModelProto& proto, const fs::path& path) { writeFile(path, proto.SerializeAsString()); }
 
 bool sameMessage(const google::protobuf::Message& a, const google::protobuf::Message& b, std::string* diff) {

@@ -15,6 +15,8 @@ namespace graphrw::test {
 onnx::ModelProto parseModel(const std::string& text);
 // Parses a whole file's bytes as a ModelProto with protobuf; fails the test if it cannot.
 onnx::ModelProto readProto(const std::filesystem::path& path);
+// A serialized TensorProto (the backend corpus's input_N.pb / output_N.pb).
+onnx::TensorProto readTensorFile(const std::filesystem::path& path);
 void writeProto(const onnx::ModelProto& proto, const std::filesystem::path& path);
 std::string readFile(const std::filesystem::path& path);
 void writeFile(const std::filesystem::path& path, const std::string& bytes);

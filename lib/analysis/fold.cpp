@@ -233,6 +233,32 @@ HostTensor cast(const HostTensor& in, int32_t to) {
   return out;
 }
 
+// Casts from or to bool: bool is 0 or 1; a number is true when it is not 0 (NaN too).
+HostTensor castBool(const HostTensor& in, int32_t to) {
+  size_t n = static_cast<size_t>(in.count());
+  std::vector<bool> truth(n);
+  if (in.type == TP::BOOL) {
+    for (size_t i = 0; i < n; ++i) truth[i] = in.data[i] != 0;
+  } else {
+    dispatch(in.type, [&](auto from) {
+      using F = decltype(from);
+      for (size_t i = 0; i < n; ++i) truth[i] = load<F>(in.data, i) != F{};
+      return 0;
+    });
+  }
+  HostTensor out{to, in.dims, std::string(n * elementSize(to), '\0')};
+  if (to == TP::BOOL) {
+    for (size_t i = 0; i < n; ++i) out.data[i] = truth[i] ? 1 : 0;
+    return out;
+  }
+  dispatch(to, [&](auto target) {
+    using T = decltype(target);
+    for (size_t i = 0; i < n; ++i) store<T>(out.data, i, static_cast<T>(truth[i] ? 1 : 0));
+    return 0;
+  });
+  return out;
+}
+
 std::vector<int64_t> axesFrom(const Node& n, const std::vector<const HostTensor*>& in, size_t index) {
   if (index < in.size() && in[index]) return in[index]->asInts();
   return ints(n, "axes");
@@ -242,7 +268,8 @@ std::vector<int64_t> axesFrom(const Node& n, const std::vector<const HostTensor*
 
 bool isFoldable(const Node& node) {
   return isDefaultDomain(node.domain()) &&
-         (std::find(foldable().begin(), foldable().end(), node.opType()) != foldable().end() || isShapeOp(node.opType()));
+         (std::find(foldable().begin(), foldable().end(), node.opType()) != foldable().end() || isShapeOp(node.opType()) ||
+          isMathOp(node.opType()));
 }
 
 // Long: one short case per foldable op (element-wise ops share a loop), as foldable() lists them.
@@ -386,7 +413,11 @@ std::optional<std::vector<HostTensor>> evaluate(const Node& n, const std::vector
   if (op == "Cast") {
     auto to = intAttr(n, "to");
     if (!to) badInput("Cast: no 'to' attribute");
-    if (!arithmetic(x.type) || !arithmetic(static_cast<int32_t>(*to))) {
+    auto target = static_cast<int32_t>(*to);
+    if ((x.type == TP::BOOL || target == TP::BOOL) && (arithmetic(x.type) || x.type == TP::BOOL) &&
+        (arithmetic(target) || target == TP::BOOL))
+      return std::vector<HostTensor>{castBool(x, target)};
+    if (!arithmetic(x.type) || !arithmetic(target)) {
       why = std::string("Cast from ") + dataTypeName(x.type) + " to " + dataTypeName(static_cast<int32_t>(*to)) + " is not folded";
       return std::nullopt;
     }
@@ -420,6 +451,7 @@ std::optional<std::vector<HostTensor>> evaluate(const Node& n, const std::vector
     return dispatch(x.type, [&](auto t) { return std::vector<HostTensor>{binary<decltype(t)>(op, x, y)}; });
   }
   if (isShapeOp(op)) return evaluateShapeOp(n, in, why, maxBytes);
+  if (isMathOp(op)) return evaluateMathOp(n, in, why, maxBytes);
   why = op + " is not folded";
   return std::nullopt;
 }

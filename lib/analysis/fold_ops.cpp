@@ -26,49 +26,6 @@ HostTensor ints64(const std::vector<int64_t>& values, std::vector<int64_t> dims)
   return t;
 }
 
-// Numpy broadcasting of `shapes`; calls f(outIndex, inputIndices).
-template <typename F>
-std::vector<int64_t> broadcast(const std::vector<std::vector<int64_t>>& shapes, const char* op, F&& f) {
-  size_t rank = 0;
-  for (const auto& s : shapes) rank = std::max(rank, s.size());
-  std::vector<std::vector<int64_t>> padded;
-  std::vector<int64_t> out(rank, 1);
-  for (const auto& s : shapes) {
-    std::vector<int64_t> p(rank, 1);
-    std::copy(s.begin(), s.end(), p.begin() + static_cast<long>(rank - s.size()));
-    for (size_t d = 0; d < rank; ++d) {
-      if (p[d] != out[d] && p[d] != 1 && out[d] != 1) {
-        std::string message = op;  // not std::string(op) + "...": GCC 12 -O2 warns falsely (-Warray-bounds)
-        message += ": shapes do not broadcast";
-        badInput(message);
-      }
-      if (p[d] != 1) out[d] = p[d];
-    }
-    padded.push_back(std::move(p));
-  }
-  int64_t total = 1;
-  for (int64_t d : out)
-    if (__builtin_mul_overflow(total, d, &total)) badInput(std::string(op) + ": the result is too large");
-  std::vector<std::vector<int64_t>> strides;
-  for (const auto& p : padded) strides.push_back(stridesOf(p));
-  std::vector<int64_t> idx(rank, 0);
-  std::vector<size_t> at(shapes.size());
-  for (int64_t o = 0; o < total; ++o) {
-    for (size_t k = 0; k < shapes.size(); ++k) {
-      int64_t src = 0;
-      for (size_t d = 0; d < rank; ++d)
-        if (padded[k][d] != 1) src += idx[d] * strides[k][d];
-      at[k] = static_cast<size_t>(src);
-    }
-    f(static_cast<size_t>(o), at);
-    for (size_t d = rank; d-- > 0;) {
-      if (++idx[d] < out[d]) break;
-      idx[d] = 0;
-    }
-  }
-  return out;
-}
-
 bool numeric(int32_t type) { return arithmetic(type); }
 
 std::optional<std::vector<HostTensor>> one(HostTensor t) { return std::vector<HostTensor>{std::move(t)}; }

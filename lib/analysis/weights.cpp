@@ -14,11 +14,18 @@ using namespace ir;
 const HostTensor* WeightFolder::constantValue(Value* v) {
   if (!v) return nullptr;
   if (auto it = hostCache_.find(v); it != hostCache_.end()) return &it->second;
-  if (v->isInitializer()) return &hostCache_.emplace(v, readTensor(*v->initializer())).first->second;
+  // Strings (and types without a fixed element size) are never folded: not constants here.
+  if (v->isInitializer()) {
+    if (elementSize(v->initializer()->dataType()) == 0) return nullptr;
+    return &hostCache_.emplace(v, readTensor(*v->initializer())).first->second;
+  }
   Node* p = v->producer();
   if (!p || p->opType() != "Constant" || !isDefaultDomain(p->domain()) || p->attributes().size() != 1) return nullptr;
   const Attribute& a = p->attributes()[0];
-  if (a.name() == "value" && a.t) return &hostCache_.emplace(v, readTensor(*a.t)).first->second;
+  if (a.name() == "value" && a.t) {
+    if (elementSize(a.t->dataType()) == 0) return nullptr;
+    return &hostCache_.emplace(v, readTensor(*a.t)).first->second;
+  }
   HostTensor t;
   auto put = [&](auto value) {
     size_t at = t.data.size();

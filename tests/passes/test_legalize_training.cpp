@@ -281,3 +281,21 @@ g (float[2, 3] x) => (float[2, 2] y) <float[2, 3] w = {1.0, 2.0, 3.0, 4.0, 5.0, 
   CHECK(countOp(folded, "Transpose") == 0);
   CHECK(folded.graph().initializer_size() == 2);
 }
+
+TEST_CASE("opset: a training-mode Dropout of ratio 0 (torchvision's Swin) becomes an Identity at any opset",
+          "[opset][training]") {
+  auto model = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 15]>
+g (float[2, 4] x) => (float[2, 4] y) {
+  zero = Constant <value = float {0.0}> ()
+  yes = Constant <value = bool {1}> ()
+  y, mask = Dropout (x, zero, yes)
+}
+)");
+  passes::OpsetOptions o;
+  o.to = 11;
+  auto out = toProto(*runPass(model, passes::createOpsetPass(o)));
+  CHECK(countOp(out, "Dropout") == 0);
+  CHECK(countOp(out, "Identity") == 1);
+  checkSameMaths(model, out);
+}

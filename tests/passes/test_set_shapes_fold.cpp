@@ -245,3 +245,64 @@ g () => (float[?] y) <float[2, 3] a = {1, 2, 3, 4, 5, 6}, int64[2] axes = {0, 0}
     }
   }
 }
+
+TEST_CASE("fold: Constants become initializers, Identity of an initializer is read through, equal results shared",
+          "[fold]") {
+  auto m = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, 3] x) => (float[2, 3] y, int64[2] s) <float[3] w = {1.0, 2.0, 3.0}> {
+  c = Constant <value = float[3] {0.5, 0.5, 0.5}> ()
+  wi = Identity (w)
+  a = Add (x, wi)
+  b = Mul (a, c)
+  two = Constant <value = int64[1] {2}> ()
+  three = Constant <value = int64[1] {3}> ()
+  s1 = Concat <axis = 0> (two, three)
+  s2 = Constant <value = int64[2] {2, 3}> ()
+  r1 = Reshape (b, s1)
+  y = Reshape (r1, s2)
+  s = Shape (y)
+}
+)");
+  nlohmann::json report;
+  auto out = foldOrShape(m, passes::createFoldPass({}), &report);
+  INFO(report.dump());
+  CHECK(report["identities_read_through"] == 1);
+  CHECK(report["constants_to_initializers"] == 2);  // c and s2; two and three folded with the Concat
+  CHECK(report["duplicates_shared"] == 1);          // s1 (folded) and s2 hold [2, 3]
+  CHECK(countOp(out, "Constant") == 0);
+  CHECK(countOp(out, "Identity") == 0);
+  std::set<std::string> inits;
+  for (const auto& t : out.graph().initializer()) inits.insert(t.name());
+  CHECK(inits.count("w"));
+  CHECK(inits.count("c"));
+  CHECK(inits.count("s"));  // a graph output folded keeps its name
+  checkSameMaths(m, out);
+  // --no-share-duplicates keeps one per reader; --keep-parameters leaves the Identity and the Constant nodes.
+  passes::FoldOptions apart;
+  apart.shareDuplicates = false;
+  foldOrShape(m, passes::createFoldPass(apart), &report);
+  CHECK_FALSE(report.contains("duplicates_shared"));
+  passes::FoldOptions keep;
+  keep.keepParameters = true;
+  auto kept = foldOrShape(m, passes::createFoldPass(keep), &report);
+  CHECK(countOp(kept, "Identity") == 1);
+  CHECK(kept.graph().initializer_size() == 1);
+}
+
+TEST_CASE("fold: to a fixpoint, types completed by each round (a chain of Reshapes of Shapes)", "[fold]") {
+  // Each Reshape's shape is only known once the previous Shape folded: one round per link.
+  std::string text = "<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[2, 3, 4] x0) => (float[24] y) {\n";
+  for (int i = 0; i < 24; ++i) {
+    std::string x = "x" + std::to_string(i), s = "s" + std::to_string(i), n = "x" + std::to_string(i + 1);
+    text += "  " + s + " = Shape (" + x + ")\n  " + n + " = Reshape (" + x + ", " + s + ")\n";
+  }
+  text += "  flat = Constant <value = int64[1] {-1}> ()\n  y = Reshape (x24, flat)\n}\n";
+  auto m = parseModel(text);
+  nlohmann::json report;
+  auto out = foldOrShape(m, passes::createFoldPass({}), &report);
+  INFO(report.dump());
+  CHECK(report["rounds"].get<int>() > 16);  // more than the 16 rounds fold used to stop at
+  CHECK(countOp(out, "Shape") == 0);
+  checkSameMaths(m, out);
+}
