@@ -38,6 +38,7 @@ class PatternPass final : public Pass {
     nlohmann::json rules = nlohmann::json::array();
     std::vector<Node*> created;
     size_t total = 0;
+    std::map<std::string, std::pair<size_t, size_t>> groups;  // group -> matches, applicable rules
     for (size_t r = 0; r < patterns_.size(); ++r) {
       const Pattern& p = patterns_[r];
       size_t count = 0, applicable = 0;
@@ -57,13 +58,20 @@ class PatternPass final : public Pass {
         // Nodes the replacements made may be matched by later rules.
         for (Node* n : made) taken[g].erase(n);
       }
-      if (!count && applicable)
-        reportNoMatch("pattern", p.where() + ": rule '" + p.name() + "' matched nothing" +
-                                     "",
-                      options_.allowNoMatch);
+      const PatternRule& rule = options_.rules[r];
+      if (!rule.group.empty()) {
+        groups[rule.group].first += count;
+        groups[rule.group].second += applicable ? 1 : 0;
+      } else if (!count && applicable && !rule.allowNoMatch) {
+        reportNoMatch("pattern", p.where() + ": rule '" + p.name() + "' matched nothing", options_.allowNoMatch);
+      }
       rules.push_back({{"rule", p.name()}, {"matched", count}, {"at", at}});
       total += count;
     }
+    for (const auto& [group, tally] : groups)
+      if (!tally.first && tally.second)
+        reportNoMatch("pattern", group + ": none of its " + std::to_string(tally.second) + " alternative rules matched",
+                      options_.allowNoMatch);
     if (options_.fold) weights.fold(created);
     size_t pruned = pruneUnusedInitializers(rw, weights.pruneCandidates());
     context.matched = total;
@@ -86,6 +94,7 @@ PatternRule ruleFromJson(const nlohmann::json& r, const std::string& where) {
   rule.constraints.weights = r.value("weights", std::vector<std::string>{});
   rule.constraints.constants = r.value("constants", std::vector<std::string>{});
   rule.constraints.commutative = r.value("commutative", true);
+  rule.allowNoMatch = r.value("allow_no_match", false);
   if (r.contains("opsets")) {
     const auto& range = r["opsets"];
     if (!range.is_array() || range.size() != 2 || !range[0].is_number_integer() || !range[1].is_number_integer() ||
@@ -95,6 +104,42 @@ PatternRule ruleFromJson(const nlohmann::json& r, const std::string& where) {
     rule.maxOpset = range[1].get<int64_t>();
   }
   return rule;
+}
+
+// The rules of one rules file (a {"rules": [...]} file, or a library rule file
+// with pattern passes, whose allow_no_match makes its rules alternatives).
+void rulesFromFile(std::filesystem::path file, const RuleContext& where, const std::string& pointer, PatternOptions& o) {
+  if (file.is_relative()) file = where.baseDir() / file;
+  std::string at = where.at(pointer);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) usageError(at + ": " + file.string() + " is not a regular file");
+  if (std::filesystem::file_size(file, ec) > kMaxRulesBytes) usageError(at + ": " + file.string() + " is too large");
+  auto j = nlohmann::json::parse(readTextFile(file.string(), "pattern rules file"), nullptr, false);
+  std::vector<std::string> groups;  // per rule
+  if (j.is_object() && j.contains("passes") && j["passes"].is_array()) {
+    nlohmann::json rules = nlohmann::json::array();
+    for (size_t k = 0; k < j["passes"].size(); ++k) {
+      const auto& p = j["passes"][k];
+      if (!p.is_object() || p.value("pass", "") != "pattern" || !p.contains("rules") || !p["rules"].is_array()) continue;
+      bool alternatives = p.value("allow_no_match", false);
+      for (const auto& r : p["rules"]) {
+        rules.push_back(r);
+        groups.push_back(alternatives ? file.string() + ": /passes/" + std::to_string(k) : "");
+      }
+    }
+    j = {{"rules", rules}};
+  }
+  if (j.is_discarded() || !j.is_object() || !j.contains("rules") || !j["rules"].is_array() || j["rules"].empty())
+    usageError(at + ": " + file.string() + " is not JSON of the form {\"rules\": [{\"match\": ..., \"replace\": ...}, ...]} "
+               "(or a rule file with pattern passes)");
+  for (size_t i = 0; i < j["rules"].size(); ++i) {
+    const auto& r = j["rules"][i];
+    std::string rw = file.string() + ": /rules/" + std::to_string(i);
+    if (!r.is_object() || !r.contains("match") || !r.contains("replace") || !r["match"].is_string() || !r["replace"].is_string())
+      usageError(rw + ": a rule needs \"match\" and \"replace\" (ONNX functions as text)");
+    o.rules.push_back(ruleFromJson(r, rw));
+    if (i < groups.size()) o.rules.back().group = groups[i];
+  }
 }
 
 PatternOptions optionsFromJson(const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
@@ -107,31 +152,11 @@ PatternOptions optionsFromJson(const nlohmann::json& entry, const RuleContext& w
       o.rules.push_back(ruleFromJson(entry["rules"][i], where.at(pointer + "/rules/" + std::to_string(i))));
     return o;
   }
-  std::filesystem::path file = entry["rules_file"].get<std::string>();
-  if (file.is_relative()) file = where.baseDir() / file;
-  std::string at = where.at(pointer + "/rules_file");
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec)) usageError(at + ": " + file.string() + " is not a regular file");
-  if (std::filesystem::file_size(file, ec) > kMaxRulesBytes) usageError(at + ": " + file.string() + " is too large");
-  auto j = nlohmann::json::parse(readTextFile(file.string(), "pattern rules file"), nullptr, false);
-  // A rule file of the library (examples/patterns/*.rules.json) gives the rules of its pattern passes.
-  if (j.is_object() && j.contains("passes") && j["passes"].is_array()) {
-    nlohmann::json rules = nlohmann::json::array();
-    for (const auto& p : j["passes"])
-      if (p.is_object() && p.value("pass", "") == "pattern" && p.contains("rules") && p["rules"].is_array())
-        for (const auto& r : p["rules"]) rules.push_back(r);
-    j = {{"rules", rules}};
-  }
-  if (j.is_discarded() || !j.is_object() || !j.contains("rules") || !j["rules"].is_array() || j["rules"].empty())
-    usageError(at + ": " + file.string() + " is not JSON of the form {\"rules\": [{\"match\": ..., \"replace\": ...}, ...]} "
-               "(or a rule file with pattern passes)");
-  for (size_t i = 0; i < j["rules"].size(); ++i) {
-    const auto& r = j["rules"][i];
-    std::string rw = file.string() + ": /rules/" + std::to_string(i);
-    if (!r.is_object() || !r.contains("match") || !r.contains("replace") || !r["match"].is_string() || !r["replace"].is_string())
-      usageError(rw + ": a rule needs \"match\" and \"replace\" (ONNX functions as text)");
-    o.rules.push_back(ruleFromJson(r, rw));
-  }
+  std::vector<std::string> files;
+  if (entry["rules_file"].is_string()) files.push_back(entry["rules_file"].get<std::string>());
+  else files = entry["rules_file"].get<std::vector<std::string>>();
+  for (size_t f = 0; f < files.size(); ++f)
+    rulesFromFile(files[f], where, pointer + "/rules_file" + (entry["rules_file"].is_string() ? "" : "/" + std::to_string(f)), o);
   return o;
 }
 
@@ -145,6 +170,7 @@ const nlohmann::json kRuleSchema = nlohmann::json::parse(R"json({
     "constants": {"type": "array", "items": {"type": "string"}, "description": "Match inputs that must be constants (initializers or Constant outputs)."},
     "opsets": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2, "description": "[MIN, MAX]: the graphs' ai.onnx versions the rule applies to (default: all)."},
     "commutative": {"type": "boolean", "description": "Add and Mul match with their inputs in either order (default true)."},
+    "allow_no_match": {"type": "boolean", "description": "This rule matching nothing is fine (default false)."},
     "description": {"type": "string"}
   },
   "required": ["match", "replace"],
@@ -162,10 +188,13 @@ const RegisterPass registration{PassSpec{
         {
             {.key = "rules", .help = "The rules, applied in order",
              .schema = {{"type", "array"}, {"minItems", 1}, {"items", {{"$ref", "#/$defs/rule"}}}}},
-            {.key = "rules_file", .flags = "--rules", .kind = Kind::String,
-             .help = "A JSON file holding {\"rules\": [{\"match\": TEXT, \"replace\": TEXT, ...}, ...]}, or a rule file "
-                     "with pattern passes (the library in examples/patterns/), relative to the rule file",
-             .schema = {{"type", "string"}, {"minLength", 1}}},
+            {.key = "rules_file", .flags = "--rules", .kind = Kind::List,
+             .help = "JSON files (repeatable) holding {\"rules\": [{\"match\": TEXT, \"replace\": TEXT, ...}, ...]}, or "
+                     "rule files with pattern passes (the library in examples/patterns/: a pass that allows no match "
+                     "holds alternatives, an error only when none matches), relative to the rule file",
+             .schema = {{"oneOf", nlohmann::json::array({{{"type", "string"}, {"minLength", 1}},
+                                                         {{"type", "array"}, {"minItems", 1},
+                                                          {"items", {{"type", "string"}, {"minLength", 1}}}}})}}},
             {.key = "allow_no_match", .flags = "--allow-no-match", .kind = Kind::Flag,
              .help = "A rule matching nothing is a warning, not an error",
              .schema = {{"type", "boolean"}}, .defaultValue = false},

@@ -22,6 +22,10 @@ struct PatternRule {
   onnx::FunctionProto match, replace;
   PatternConstraints constraints;
   int64_t minOpset = 0, maxOpset = INT64_MAX;  // the graphs' ai.onnx versions the rule applies to
+  bool allowNoMatch = false;  // the rule's own "allow_no_match": matching nothing is fine
+  // Alternatives: rules of one library pass that allows no match (its file and
+  // pass, "" for none); matching nothing is an error only for all of them.
+  std::string group;
 };
 
 inline constexpr const char* kPatternPass = "pattern";

@@ -212,9 +212,17 @@ bool Pattern::complete(PatternMatch& b) const {
     if (!b.values.count(formal)) return false;
   for (const auto& out : match_.output())
     if (!b.values.count(out) || !b.values[out]) return false;
+  // A weight may be reached through Identity nodes (PyTorch passes merged
+  // parameters so): the match binds the initializer itself.
   for (const auto& w : constraints_.weights) {
-    const Value* v = b.values[w];
-    if (!v->isInitializer() || v->isGraphInput()) return false;
+    Value* v = b.values[w];
+    for (size_t hops = 0; v && !v->isInitializer() && hops < 64; ++hops) {
+      const Node* p = v->producer();
+      if (!p || p->opType() != "Identity" || !isDefaultDomain(p->domain())) break;
+      v = p->input(0);
+    }
+    if (!v || !v->isInitializer() || v->isGraphInput()) return false;
+    b.values[w] = v;
   }
   for (const auto& c : constraints_.constants)
     if (!constantOf(b.values[c])) return false;

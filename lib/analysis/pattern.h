@@ -26,7 +26,7 @@
 namespace graphrw {
 
 struct PatternConstraints {
-  std::vector<std::string> weights;    // match inputs that must be initializers (not graph inputs)
+  std::vector<std::string> weights;    // match inputs that must be initializers (not graph inputs), maybe through Identity
   std::vector<std::string> constants;  // match inputs that must be constants (initializers or Constant outputs)
   bool commutative = true;             // Add and Mul match with their inputs in either order
 };

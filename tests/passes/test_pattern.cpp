@@ -258,3 +258,77 @@ g (float[2, 4] x, float[2, 4] z) => (float[2, 4] q, float[2, 4] k, float[2, 4] v
   checkValid(*model);
   checkSameMaths(m, *model, 1e-5);
 }
+
+TEST_CASE("pattern library as shipped on the command line: alternatives, every opset it claims, repeated --rules",
+          "[pattern][cli][pytorch]") {
+  fs::path models = root() / "tests" / "models" / "pytorch", lib = root() / "examples" / "patterns";
+  auto q = [](const fs::path& p) { return "'" + p.string() + "'"; };
+  TempDir dir;
+  // gelu: one of its four alternative forms is in each export: exit 0, at every opset.
+  for (const char* m : {"bert-opset13", "bert-opset14", "bert-opset15", "bert-opset17", "gpt-opset14", "gpt-opset17"}) {
+    INFO(m);
+    auto r = run(graphrwBin() + " pattern " + q(models / (std::string(m) + ".onnx")) + " --rules " + q(lib / "gelu.rules.json") +
+                 " -o " + q(dir / "g.onnx"));
+    CHECK(r.status == 0);
+    CHECK(r.err.find("matched nothing") == std::string::npos);  // the forms a model lacks are not even warnings
+  }
+  // layernorm: every decomposed LayerNorm at 13, 14 and 15 (the Identity PyTorch feeds the
+  // merged weights through is looked through), no fold first; the same maths.
+  for (auto [m, n] : {std::pair{"bert-opset13", 5}, {"bert-opset14", 5}, {"bert-opset15", 5}, {"bert3-opset15", 7}}) {
+    INFO(m);
+    fs::path in = models / (std::string(m) + ".onnx"), out = dir / (std::string(m) + ".ln.onnx");
+    auto r = run(graphrwBin() + " pattern " + q(in) + " --rules " + q(lib / "layernorm.rules.json") + " -o " + q(out) +
+                 " --report " + q(dir / "r.json"));
+    REQUIRE(r.status == 0);
+    auto report = nlohmann::json::parse(readFile(dir / "r.json"));
+    CHECK(report["passes"][0]["rules"][0]["matched"] == n);
+    auto written = readProto(out);
+    CHECK(countOp(written, "GroupNormalization") == static_cast<size_t>(n));
+    checkSameMaths(readProto(in), mapBack(*loadModel(out.string())), 1e-5, 40);
+  }
+  // dropout on a training export, and --rules repeated: both libraries apply.
+  auto r = run(graphrwBin() + " pattern " + q(models / "bert-mlm-train-opset15.onnx") + " --rules " +
+               q(lib / "dropout.rules.json") + " --rules " + q(lib / "gelu.rules.json") + " -o " + q(dir / "d.onnx") +
+               " --report " + q(dir / "d.json"));
+  REQUIRE(r.status == 0);
+  auto both = nlohmann::json::parse(readFile(dir / "d.json"))["passes"][0]["rules"];
+  size_t dropouts = 0, gelus = 0;
+  for (const auto& rule : both) (rule["rule"].get<std::string>().starts_with("Dropout") ? dropouts : gelus) += rule["matched"].get<size_t>();
+  CHECK(dropouts == 25);
+  CHECK(gelus == 13);
+  CHECK(countOp(readProto(dir / "d.onnx"), "Dropout") == 0);
+  // A library none of whose alternatives matches is an error naming it (exit 2), a warning with --allow-no-match.
+  r = run(graphrwBin() + " pattern " + q(models / "resnet-opset15.onnx") + " --rules " + q(lib / "gelu.rules.json") +
+          " -o " + q(dir / "x.onnx"));
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("gelu.rules.json: /passes/0: none of its 4 alternative rules matched"));
+  CHECK_FALSE(fs::exists(dir / "x.onnx"));
+  r = run(graphrwBin() + " pattern " + q(models / "resnet-opset15.onnx") + " --rules " + q(lib / "gelu.rules.json") +
+          " --allow-no-match -o " + q(dir / "x.onnx"));
+  CHECK(r.status == 0);
+}
+
+TEST_CASE("pattern: a rule's own allow_no_match, and rules outside a library still each must match", "[pattern]") {
+  TempDir dir;
+  auto model = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2] x) => (float[2] y) { y = Relu(x) }
+)");
+  const char* rules = R"({"rules": [
+    {"match": "<domain: \"p\", opset_import: [\"\" : 13]>\nR (x) => (y) { y = Relu (x) }", "replace": "<domain: \"p\", opset_import: [\"\" : 13]>\nR (x) => (y) { y = Sigmoid (x) }"},
+    {"match": "<domain: \"p\", opset_import: [\"\" : 13]>\nT (x) => (y) { y = Tanh (x) }", "replace": "<domain: \"p\", opset_import: [\"\" : 13]>\nT (x) => (y) { y = Relu (x) }"ALLOW}
+  ]})";
+  std::string strict = rules, lenient = rules;
+  strict.replace(strict.find("ALLOW"), 5, "");
+  lenient.replace(lenient.find("ALLOW"), 5, ", \"allow_no_match\": true");
+  writeFile(dir / "strict.json", strict);
+  writeFile(dir / "lenient.json", lenient);
+  writeProto(model, dir / "m.onnx");
+  auto r = run(graphrwBin() + " pattern '" + (dir / "m.onnx").string() + "' --rules '" + (dir / "strict.json").string() + "' -o -");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("/rules/1: rule 'T' matched nothing"));
+  r = run(graphrwBin() + " pattern '" + (dir / "m.onnx").string() + "' --rules '" + (dir / "lenient.json").string() +
+          "' -o '" + (dir / "o.onnx").string() + "'");
+  CHECK(r.status == 0);
+  CHECK(countOp(readProto(dir / "o.onnx"), "Sigmoid") == 1);
+}
