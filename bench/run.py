@@ -85,6 +85,8 @@ def io_bench(args, out):
     res = measure(spawn, with_baseline({
         "cp": ["cp", model, outputs[0]],
         "convert": [g, "-q", "convert", model, "-o", outputs[1]],
+        # issue 23: the same read from a pipe (spooled to an unlinked temporary file and mapped)
+        "convert from a pipe": ["sh", "-c", f"cat '{model}' | '{g}' -q convert - -o '{outputs[1]}'"],
         "expand": [g, "-q", "expand", model, "-o", outputs[2]],
         # issue 13: down to opset 11 (functions converted with the model, types from call sites)
         "opset 11": [g, "-q", "opset", model, "--to", "11", "-o", outputs[3]],

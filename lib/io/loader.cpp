@@ -35,7 +35,7 @@ std::unique_ptr<ir::Model> loadModel(std::shared_ptr<const Buffer> bytes, const 
 }
 
 std::unique_ptr<ir::Model> loadModel(const std::string& path, const LoadOptions& options) {
-  if (path == "-") return loadModel(Buffer::readFd(STDIN_FILENO, "<stdin>"), fs::current_path(), "<stdin>", options);
+  if (path == "-") return loadModel(Buffer::spoolFd(STDIN_FILENO, "<stdin>"), fs::current_path(), "<stdin>", options);
   std::shared_ptr<const Buffer> bytes;
   try {
     bytes = Buffer::mapFile(path);

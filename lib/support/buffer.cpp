@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "support/error.h"
@@ -93,6 +94,64 @@ std::shared_ptr<const Buffer> Buffer::readFd(int fd, const std::string& what) {
     bytes.append(chunk, static_cast<size_t>(n));
   }
   return std::make_shared<OwnedBuffer>(std::move(bytes));
+}
+
+namespace {
+
+// An unlinked temporary file in $TMPDIR (else /tmp), open read-write.
+int unlinkedTempFile(const std::string& what) {
+  const char* env = std::getenv("TMPDIR");
+  std::string dir = env && *env ? env : "/tmp";
+  int fd = open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd >= 0) return fd;
+  std::string name = dir + "/graphrw-stdin-XXXXXX";  // file systems without O_TMPFILE
+  fd = mkostemp(name.data(), O_CLOEXEC);
+  if (fd < 0) badInput(what + ": cannot create a temporary file in " + dir + ": " + std::strerror(errno));
+  unlink(name.c_str());
+  return fd;
+}
+
+}  // namespace
+
+std::shared_ptr<const Buffer> Buffer::spoolFd(int fd, const std::string& what) {
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && lseek(fd, 0, SEEK_CUR) == 0) {
+    Fd own{dup(fd)};  // stdin redirected from a file: map it
+    if (own.fd >= 0 && st.st_size > 0) {
+      void* base = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, own.fd, 0);
+      if (base != MAP_FAILED) {
+        auto buffer = std::make_shared<MappedBuffer>(base, static_cast<size_t>(st.st_size), own.fd);
+        own.fd = -1;
+        return buffer;
+      }
+    }
+  }
+  Fd tmp{unlinkedTempFile(what)};
+  std::string chunk(1 << 20, '\0');
+  size_t total = 0;
+  for (;;) {
+    ssize_t n = read(fd, chunk.data(), chunk.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      badInput(what + ": read failed: " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    for (ssize_t done = 0; done < n;) {
+      ssize_t w = write(tmp.fd, chunk.data() + done, static_cast<size_t>(n - done));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        badInput(what + ": cannot spool to a temporary file: " + std::strerror(errno));
+      }
+      done += w;
+    }
+    total += static_cast<size_t>(n);
+  }
+  if (total == 0) return std::make_shared<OwnedBuffer>(std::string());
+  void* base = mmap(nullptr, total, PROT_READ, MAP_PRIVATE, tmp.fd, 0);
+  if (base == MAP_FAILED) badInput(what + ": cannot map the spooled input: " + std::strerror(errno));
+  auto buffer = std::make_shared<MappedBuffer>(base, total, tmp.fd);
+  tmp.fd = -1;
+  return buffer;
 }
 
 std::shared_ptr<const Buffer> Buffer::fromString(std::string bytes) {

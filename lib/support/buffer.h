@@ -29,6 +29,11 @@ class Buffer {
   static std::shared_ptr<const Buffer> mapFile(const std::filesystem::path& path);
   // Reads a file descriptor (stdin, a pipe) to its end into owned memory.
   static std::shared_ptr<const Buffer> readFd(int fd, const std::string& what);
+  // A file descriptor's bytes (stdin) as a mapped buffer: a regular file is
+  // mapped as it is; a pipe is copied to an unlinked temporary file (in
+  // $TMPDIR, else /tmp) that is then mapped, so a model read from a pipe costs
+  // page cache, not its size in memory. Throws Error(BadInput) naming `what`.
+  static std::shared_ptr<const Buffer> spoolFd(int fd, const std::string& what);
   // Takes ownership of a string's bytes.
   static std::shared_ptr<const Buffer> fromString(std::string bytes);
 

@@ -1,5 +1,10 @@
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "support/buffer.h"
+
 #include "io/loader.h"
 #include "io/writer.h"
 #include "models.h"
@@ -195,4 +200,31 @@ TEST_CASE("IR versions and opsets newer than ONNX 1.12 knows load and write unch
   CHECK(model->irVersion() == 11);
   CHECK(model->opsetVersion("") == 23);
   CHECK(serialize(*model) == proto.SerializeAsString());
+}
+
+TEST_CASE("stdin is spooled to an unlinked temporary file and mapped, not held in memory", "[loader]") {
+  int p[2];
+  REQUIRE(pipe(p) == 0);
+  std::string bytes(40000, 'x');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7);
+  REQUIRE(write(p[1], bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+  close(p[1]);
+  auto spooled = Buffer::spoolFd(p[0], "<pipe>");
+  close(p[0]);
+  CHECK(spooled->fd() >= 0);  // a mapped file, not owned memory
+  CHECK(spooled->view() == bytes);
+  // stdin redirected from a file is mapped as it is.
+  test::TempDir dir;
+  test::writeFile(dir / "f.bin", bytes);
+  int f = open((dir / "f.bin").c_str(), O_RDONLY);
+  REQUIRE(f >= 0);
+  auto mapped = Buffer::spoolFd(f, "<file>");
+  close(f);
+  CHECK(mapped->fd() >= 0);
+  CHECK(mapped->view() == bytes);
+  // Nothing on the pipe: an empty buffer.
+  REQUIRE(pipe(p) == 0);
+  close(p[1]);
+  CHECK(Buffer::spoolFd(p[0], "<pipe>")->size() == 0);
+  close(p[0]);
 }
