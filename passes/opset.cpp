@@ -56,6 +56,7 @@ class OpsetRun {
 
   void run(PassContext& context) {
     std::optional<int64_t> from = model_.opsetVersion("");
+    if (options_.to && from && *options_.to < *from) lowerByFunctionBodies(*from, *options_.to, context);
     if (options_.to && from && *from != *options_.to) {
       convertModel(*from, *options_.to, context);
     } else if (options_.to && !from) {
@@ -146,6 +147,29 @@ class OpsetRun {
 
   void refuse(const Node& n, const std::string& why) {
     refusals_.push_back(nodeLabel(n) + ": " + why);
+  }
+
+  // Ops that do not exist at the target opset but whose schema has a function
+  // body (LayerNormalization-17 going to 11) are first written as that body
+  // (expand --schema-ops), whose ops then convert like any other.
+  void lowerByFunctionBodies(int64_t from, int64_t to, PassContext& context) {
+    std::set<std::string> ops;
+    model_.graph().walkGraphs([&](Graph& g) {
+      for (const auto& n : g.nodes()) {
+        if (!isDefaultDomain(n->domain()) || ops.count(n->opType())) continue;
+        const auto* s = schemaAt(n->opType(), from);
+        if (s && !schemaAt(n->opType(), to) && (s->HasFunction() || s->HasContextDependentFunction()))
+          ops.insert(n->opType());
+      }
+    });
+    if (ops.empty()) return;
+    ExpandOptions e;
+    e.calls = false;
+    e.schemaOps.assign(ops.begin(), ops.end());
+    e.allowNoMatch = true;
+    PassContext sub{rw_};
+    createExpandPass(std::move(e))->run(model_, sub);
+    context.details["function_bodies"] = std::move(sub.details["schema_ops_expanded"]);
   }
 
   void count(const Node& n, const std::string& adapter) {

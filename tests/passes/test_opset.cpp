@@ -262,3 +262,22 @@ g (bool c, float[2,3] x) => (float[1,2,3] y) {
   checkValid(*loadModel(out));
   checkSameMaths(m, out);
 }
+
+TEST_CASE("opset down: an op the target lacks but whose schema has a function body is written as the body",
+          "[opset]") {
+  auto m = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3, 4] x) => (float[2, 3, 4] y) <float[4] s = {1.0, 2.0, 0.5, -1.0}, float[4] b = {0.0, 0.1, -0.2, 3.0}> {
+  y = LayerNormalization <axis = -1, epsilon = 0.001> (x, s, b)
+}
+)");
+  passes::OpsetOptions o;
+  o.to = 11;
+  nlohmann::json report;
+  auto out = toProto(*runPass(m, passes::createOpsetPass(o), &report));
+  INFO(report.dump());
+  CHECK(report["function_bodies"]["LayerNormalization"] == 1);
+  CHECK(countOp(out, "LayerNormalization") == 0);
+  CHECK(out.opset_import(0).version() == 11);
+  checkSameMaths(m, out, 1e-5);
+}
