@@ -56,7 +56,6 @@ class OpsetRun {
 
   void run(PassContext& context) {
     std::optional<int64_t> from = model_.opsetVersion("");
-    if (options_.to && from && *options_.to < *from) lowerByFunctionBodies(*from, *options_.to, context);
     if (options_.to && from && *from != *options_.to) {
       convertModel(*from, *options_.to, context);
     } else if (options_.to && !from) {
@@ -112,24 +111,36 @@ class OpsetRun {
 
   // Ops with no form at the target whose schema has a function body are
   // expanded first (LayerNormalization, Celu, HardSwish, ...); their bodies'
-  // ops are then converted like the others.
+  // ops are then converted like the others. A body may hold such ops in turn
+  // (SoftmaxCrossEntropyLoss's NegativeLogLikelihoodLoss): expanded again,
+  // until none is left that expand can write.
   void expandBodies(int64_t from, int64_t to, PassContext& context) {
-    std::set<std::string> ops;
-    model_.graph().walkGraphs([&](const Graph& g) {
-      for (const auto& n : g.nodes()) {
-        if (!isDefaultDomain(n->domain())) continue;
-        const auto* s = schemaAt(n->opType(), from);
-        if (!s || schemaAt(n->opType(), to) || opset::downAdapter(n->opType(), s->SinceVersion())) continue;
-        if (s->HasFunction() || s->HasContextDependentFunction()) ops.insert(n->opType());
+    nlohmann::json expanded = nlohmann::json::object();
+    for (int depth = 0; depth < 8; ++depth) {
+      std::set<std::string> ops;
+      model_.graph().walkGraphs([&](const Graph& g) {
+        for (const auto& n : g.nodes()) {
+          if (!isDefaultDomain(n->domain())) continue;
+          const auto* s = schemaAt(n->opType(), from);
+          if (!s || schemaAt(n->opType(), to) || opset::downAdapter(n->opType(), s->SinceVersion())) continue;
+          if (s->HasFunction() || s->HasContextDependentFunction()) ops.insert(n->opType());
+        }
+      });
+      if (ops.empty()) break;
+      ExpandOptions options;
+      options.schemaOps.assign(ops.begin(), ops.end());
+      options.calls = false;  // local functions stay
+      options.allowNoMatch = true;  // an op whose body cannot be written (unknown types) is refused below
+      PassContext sub{rw_};
+      createExpandPass(options)->run(model_, sub);
+      size_t now = 0;
+      for (const auto& [op, n] : sub.details["schema_ops_expanded"].items()) {
+        expanded[op] = expanded.value(op, 0) + n.get<size_t>();
+        now += n.get<size_t>();
       }
-    });
-    if (ops.empty()) return;
-    ExpandOptions options;
-    options.schemaOps.assign(ops.begin(), ops.end());
-    options.calls = false;  // local functions stay
-    PassContext sub{rw_};
-    createExpandPass(options)->run(model_, sub);
-    context.details["expanded"] = sub.details["schema_ops_expanded"];
+      if (!now) break;
+    }
+    if (!expanded.empty()) context.details["expanded"] = expanded;
   }
 
   void convertScope(Graph& root, int64_t from, int64_t to) {
@@ -147,29 +158,6 @@ class OpsetRun {
 
   void refuse(const Node& n, const std::string& why) {
     refusals_.push_back(nodeLabel(n) + ": " + why);
-  }
-
-  // Ops that do not exist at the target opset but whose schema has a function
-  // body (LayerNormalization-17 going to 11) are first written as that body
-  // (expand --schema-ops), whose ops then convert like any other.
-  void lowerByFunctionBodies(int64_t from, int64_t to, PassContext& context) {
-    std::set<std::string> ops;
-    model_.graph().walkGraphs([&](Graph& g) {
-      for (const auto& n : g.nodes()) {
-        if (!isDefaultDomain(n->domain()) || ops.count(n->opType())) continue;
-        const auto* s = schemaAt(n->opType(), from);
-        if (s && !schemaAt(n->opType(), to) && (s->HasFunction() || s->HasContextDependentFunction()))
-          ops.insert(n->opType());
-      }
-    });
-    if (ops.empty()) return;
-    ExpandOptions e;
-    e.calls = false;
-    e.schemaOps.assign(ops.begin(), ops.end());
-    e.allowNoMatch = true;
-    PassContext sub{rw_};
-    createExpandPass(std::move(e))->run(model_, sub);
-    context.details["function_bodies"] = std::move(sub.details["schema_ops_expanded"]);
   }
 
   void count(const Node& n, const std::string& adapter) {
