@@ -42,7 +42,7 @@ class FoldRun {
     for (;; ++rounds) {  // until a round folds nothing: each folds at least one node
       // What the last round (or an earlier pass) folded may complete types (a Reshape whose shape is now constant).
       if (options_.shapes) refineTypes();
-      size_t shapes = options_.shapes ? foldShapes(perOp) : 0;
+      size_t shapes = options_.shapes ? foldShapes(perOp) + foldStaticParts(perOp) : 0;
       WeightFolder weights(rw_);
       weights.setMaxBytes(options_.maxBytes);
       weights.setKeepParameters(options_.keepParameters);
@@ -169,6 +169,69 @@ class FoldRun {
       rw_.replaceAllUsesWith(old, c, /*graphOutputs=*/true);
       perOp[n->opType()]++;
       rw_.eraseNode(n);
+      folded++;
+    }
+    return folded;
+  }
+
+  // A Shape of a tensor with some dimensions unknown: a Gather or Slice of it
+  // that selects only known dimensions is a constant (the batch dimension
+  // dynamic, the hidden size read by Shape -> Gather 2).
+  size_t foldStaticParts(std::map<std::string, size_t>& perOp) {
+    std::vector<std::pair<Node*, Node*>> found;  // (Shape, its Gather / Slice reader)
+    model_.graph().walkGraphs([&](Graph& g) {
+      if (g.owningFunction()) return;
+      for (const auto& n : g.nodes()) {
+        if (!isDefaultDomain(n->domain()) || n->opType() != "Shape" || !n->input(0) || !n->output(0)) continue;
+        const onnx::TypeProto* t = n->input(0)->type();
+        if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape() || staticDims(n->input(0))) continue;
+        for (const Use& u : n->output(0)->uses())
+          if (u.index == 0 && isDefaultDomain(u.node->domain()) && (u.node->opType() == "Gather" || u.node->opType() == "Slice"))
+            found.emplace_back(n.get(), u.node);
+      }
+    });
+    size_t folded = 0;
+    std::set<Node*> done;
+    for (auto [shape, reader] : found) {
+      if (done.count(reader) || reader->input(0) != shape->output(0)) continue;
+      // The shape with -1 for each unknown dimension (a real one is never negative).
+      std::vector<int64_t> dims;
+      for (const auto& d : shape->input(0)->type()->tensor_type().shape().dim())
+        dims.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value() : -1);
+      if (shape->attribute("start") || shape->attribute("end")) continue;  // Shape-15's part of the shape: left alone
+      HostTensor known{onnx::TensorProto::INT64, {static_cast<int64_t>(dims.size())}, std::string(dims.size() * 8, '\0')};
+      std::memcpy(known.data.data(), dims.data(), dims.size() * 8);
+      std::string why;
+      std::vector<const HostTensor*> inputs{&known};
+      std::vector<HostTensor> held;
+      held.reserve(reader->inputs().size());
+      bool constant = true;
+      for (size_t i = 1; i < reader->inputs().size(); ++i) {
+        Value* v = reader->input(i);
+        if (!v) {
+          inputs.push_back(nullptr);
+          continue;
+        }
+        auto c = constantOf(v);
+        if (!c) constant = false;
+        else held.push_back(std::move(*c));
+        inputs.push_back(c ? &held.back() : nullptr);
+      }
+      if (!constant) continue;
+      auto out = evaluate(*reader, inputs, why);
+      if (!out || out->size() != 1) continue;
+      bool allKnown = true;
+      for (int64_t v : (*out)[0].asInts()) allKnown &= v >= 0;
+      if (!allKnown) continue;
+      Value* old = reader->output(0);
+      std::string name = old->name();
+      rw_.renameValue(old, name + "/folded");
+      WeightFolder weights(rw_);
+      weights.setKeepParameters(options_.keepParameters);
+      rw_.replaceAllUsesWith(old, weights.constant(*reader->graph(), reader, (*out)[0], name), /*graphOutputs=*/true);
+      perOp[reader->opType() + " of a partly known Shape"]++;
+      rw_.eraseNode(reader);
+      done.insert(reader);
       folded++;
     }
     return folded;

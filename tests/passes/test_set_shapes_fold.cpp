@@ -306,3 +306,31 @@ TEST_CASE("fold: to a fixpoint, types completed by each round (a chain of Reshap
   CHECK(countOp(out, "Shape") == 0);
   checkSameMaths(m, out);
 }
+
+TEST_CASE("fold: a Gather or Slice of a partly known Shape folds when it selects known dimensions only", "[fold]") {
+  auto m = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[batch, 4, 6] x) => (float[batch, 24] y, int64[1] b) {
+  s = Shape (x)
+  one = Constant <value = int64[1] {1}> ()
+  three = Constant <value = int64[1] {3}> ()
+  zero = Constant <value = int64[1] {0}> ()
+  hidden = Slice (s, one, three)
+  batch = Gather <axis = 0> (s, zero)
+  prod = ReduceProd <keepdims = 1> (hidden)
+  minus = Constant <value = int64[1] {-1}> ()
+  shape = Concat <axis = 0> (minus, prod)
+  y = Reshape (x, shape)
+  b = Identity (batch)
+}
+)");
+  nlohmann::json report;
+  auto out = foldOrShape(m, passes::createFoldPass({}), &report);
+  INFO(report.dump());
+  CHECK(report["folded"]["Slice of a partly known Shape"] == 1);  // dimensions 1 and 2: known
+  CHECK_FALSE(report["folded"].contains("Gather of a partly known Shape"));  // the batch: unknown, stays
+  CHECK(countOp(out, "Reshape") == 1);
+  CHECK(countOp(out, "Concat") == 0);  // [-1, 24] is a constant now
+  CHECK(countOp(out, "Gather") == 1);
+  checkSameMaths(m, out);
+}
