@@ -200,7 +200,7 @@ class FoldRun {
         dims.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value() : -1);
       if (shape->attribute("start") || shape->attribute("end")) continue;  // Shape-15's part of the shape: left alone
       HostTensor known{onnx::TensorProto::INT64, {static_cast<int64_t>(dims.size())}, std::string(dims.size() * 8, '\0')};
-      std::memcpy(known.data.data(), dims.data(), dims.size() * 8);
+      if (!dims.empty()) std::memcpy(known.data.data(), dims.data(), dims.size() * 8);
       std::string why;
       std::vector<const HostTensor*> inputs{&known};
       std::vector<HostTensor> held;

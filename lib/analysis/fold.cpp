@@ -23,8 +23,10 @@ int64_t HostTensor::count() const {
 
 std::vector<int64_t> HostTensor::asInts() const {
   std::vector<int64_t> out(static_cast<size_t>(count()));
-  if (type == TP::INT64) {
-    std::memcpy(out.data(), data.data(), out.size() * 8);
+  if (out.empty()) {
+    if (type != TP::INT64 && type != TP::INT32) badInput(std::string("expected an integer tensor, got ") + dataTypeName(type));
+  } else if (type == TP::INT64) {
+    std::memcpy(out.data(), data.data(), out.size() * 8);  // not with an empty vector: data() may be null
   } else if (type == TP::INT32) {
     for (size_t i = 0; i < out.size(); ++i) {
       int32_t v;
