@@ -6,6 +6,7 @@
 
 #include "analysis/types.h"
 #include "analysis/weights.h"
+#include "passes/outline_sharing.h"
 #include "support/error.h"
 
 namespace graphrw::passes {
@@ -31,7 +32,7 @@ class FoldRun {
   void run(PassContext& context) {
     if (options_.shapes) inferMissingTypes(rw_);
     // Inference: a copy of an initializer through Identity is the initializer (not folded into a second one).
-    if (!options_.keepParameters) context.details["identities_read_through"] = readThroughIdentities();
+    if (!options_.keepParameters) context.details["identities_read_through"] = outline_sharing::forwardWeightIdentities(rw_, model_.graph());
     std::map<std::string, size_t> perOp;
     size_t folded = 0, tooLarge = 0, pruned = 0;
     // Each round folds whole chains (nodes are visited in order); a round
@@ -72,20 +73,6 @@ class FoldRun {
   }
 
  private:
-  // Identity of an initializer: its readers read the initializer (a graph output stays).
-  size_t readThroughIdentities() {
-    std::vector<Node*> found;
-    for (const auto& n : model_.graph().nodes())
-      if (isDefaultDomain(n->domain()) && n->opType() == "Identity" && n->input(0) && n->input(0)->isInitializer() &&
-          !n->input(0)->isGraphInput() && n->output(0) && n->output(0)->graphOutputCount() == 0)
-        found.push_back(n.get());
-    for (Node* n : found) {
-      rw_.replaceAllUsesWith(n->output(0), n->input(0));
-      rw_.eraseNode(n);
-    }
-    return found.size();
-  }
-
   // Constant nodes of the main graph become initializers of their output's name.
   size_t constantsToInitializers() {
     std::vector<Node*> found;
