@@ -49,6 +49,8 @@ struct Group {
   std::vector<size_t> blocks;  // indices into work_
   onnx::GraphProto body;  // call mode
   size_t bodyNodes = 0;
+  std::vector<size_t> slotParam;  // each read slot's callee parameter
+  std::vector<size_t> paramSlot;  // each parameter's first slot
 };
 
 struct Work {
@@ -57,6 +59,7 @@ struct Work {
   bool scoped;
   size_t group = 0;
   std::map<std::string, int64_t> placement;  // kPlacement attributes its nodes carry
+  outline_sharing::Reads reads;               // what it reads from outside, per use
 };
 
 // One run over one model: the pass's per-run state.
@@ -86,6 +89,8 @@ class OutlineRun {
     std::vector<size_t> kept = prepare(model, alreadyFunctions);
     clock_.lap("checks");
     groupBlocks(kept);
+    size_t aliased = assignParameters();
+    if (aliased) context.details["aliased_reads"] = aliased;
     clock_.lap("grouping");
     size_t saved = outlineAll(kept);
     auto removed = pruneUnused(*rw_, before);
@@ -127,7 +132,7 @@ class OutlineRun {
       for (auto& b : blocks) {
         if (b.nodes.empty()) continue;
         bool scoped = b.nodes.size() > 1 || (b.nodes.size() == 1 && b.key != b.nodes[0]->name());
-        work_.push_back({g, std::move(b), scoped, 0, {}});
+        work_.push_back({g, std::move(b), scoped, 0, {}, {}});
       }
     }
     requireMatches("outline", options_.select, hits, options_.allowNoMatch);
@@ -230,47 +235,42 @@ class OutlineRun {
     std::unordered_map<std::string, size_t> bySignature;  // groups_ keeps first-seen order: deterministic
     bySignature.reserve(kept.size());
     for (size_t i : kept) {
-      std::string sig = outline_sharing::signature(work_[i].block);
+      work_[i].reads = outline_sharing::readsOf(*work_[i].graph, work_[i].block);
+      std::string sig = outline_sharing::signature(work_[i].block, work_[i].reads);
       // A block with an input of unknown type (inside a function body, where
       // ONNX infers nothing) shares with nothing: its sizes cannot be compared.
       // Unknown or symbolic dimensions of a known type do share.
-      for (Value* v : work_[i].block.inputs)
+      for (Value* v : work_[i].reads.slots)
         if (!v->type() || (v->type()->has_tensor_type() && !v->type()->tensor_type().elem_type())) {
           sig += "#unknown-type-" + std::to_string(i);
           break;
         }
-      // Blocks whose inputs have different static shapes do not share: PopART
-      // would build the body for the first call's shapes only. A block whose
-      // shapes are not all known joins the first group of its signature.
-      std::string shapes;
-      bool allStatic = true;
-      for (Value* v : work_[i].block.inputs) {
-        auto s = staticShape(v);
-        allStatic &= s.has_value();
-        if (s)
-          for (int64_t d : *s) shapes += std::to_string(d) + ",";
-        shapes += ";";
-      }
+      // Blocks whose inputs have different shapes do not share: PopART would
+      // build the body for the first call's shapes only. Ranks and dimensions
+      // are compared where both blocks know them (ONNX's inference often
+      // leaves the first layer's input typed and the others not).
+      auto profile = outline_sharing::shapeProfile(work_[i].reads.slots);
       size_t index;
       auto it = bySignature.find(sig);
       if (it == bySignature.end()) {
         index = groups_.size();
         bySignature.emplace(sig, index);
-        groups_.push_back({"", {}, {}, work_[i].block.nodes.size()});
-        if (allStatic) shapesOf_[index] = shapes;
+        groups_.push_back({"", {}, {}, work_[i].block.nodes.size(), {}, {}});
+        profiles_.push_back(profile);
+        nextWithSignature_.push_back(SIZE_MAX);
       } else {
-        index = it->second;
         // Follow the chain of groups with this signature to one whose shapes agree.
-        while (allStatic && shapesOf_.count(index) && shapesOf_[index] != shapes) {
-          if (!nextWithSignature_.count(index)) {
-            size_t fresh = groups_.size();
-            groups_.push_back({"", {}, {}, work_[i].block.nodes.size()});
-            shapesOf_[fresh] = shapes;
-            nextWithSignature_[index] = fresh;
+        index = it->second;
+        while (!outline_sharing::compatible(profiles_[index], profile)) {
+          if (nextWithSignature_[index] == SIZE_MAX) {
+            nextWithSignature_[index] = groups_.size();
+            groups_.push_back({"", {}, {}, work_[i].block.nodes.size(), {}, {}});
+            profiles_.push_back(profile);
+            nextWithSignature_.push_back(SIZE_MAX);
           }
           index = nextWithSignature_[index];
         }
-        if (allStatic && !shapesOf_.count(index)) shapesOf_[index] = shapes;
+        outline_sharing::merge(profiles_[index], profile);
       }
       groups_[index].blocks.push_back(i);
       work_[i].group = index;
@@ -284,6 +284,37 @@ class OutlineRun {
       for (size_t i : group.blocks) keys.push_back(work_[i].block.key);
       group.callee = outline_sharing::calleeName(keys, names);
     }
+  }
+
+  // Each group's callee parameters: one per slot class that every block of
+  // the group fills with one value. Returns how many reads share a parameter
+  // with an earlier read in some block but not in all (aliasing that differs).
+  size_t assignParameters() {
+    size_t aliased = 0;
+    for (auto& group : groups_) {
+      std::vector<const outline_sharing::Reads*> reads;
+      for (size_t i : group.blocks) reads.push_back(&work_[i].reads);
+      group.slotParam = outline_sharing::parameterOf(reads);
+      size_t params = 0;
+      for (size_t s = 0; s < group.slotParam.size(); ++s)
+        if (group.slotParam[s] == params) {
+          group.paramSlot.push_back(s);
+          ++params;
+        }
+      for (size_t i : group.blocks) {
+        std::unordered_set<const Value*> distinct;
+        for (size_t p : group.paramSlot) distinct.insert(work_[i].reads.slots[p]);
+        aliased += group.paramSlot.size() - distinct.size();
+      }
+    }
+    return aliased;
+  }
+
+  // The values a block passes to its callee, one per parameter.
+  std::vector<Value*> arguments(const Work& w) const {
+    std::vector<Value*> args;
+    for (size_t s : groups_[w.group].paramSlot) args.push_back(w.reads.slots[s]);
+    return args;
   }
 
   // The body of a group, from its first block: inputs, nodes, outputs under
@@ -307,10 +338,9 @@ class OutlineRun {
     };
     std::unordered_map<std::string, std::string> rename;  // old value name -> body name
     std::vector<std::string> inNames, outNames;
-    for (size_t i = 0; i < b.inputs.size(); ++i) {
-      inNames.push_back(unique(group.callee + "/input_" + std::to_string(i)));
-      rename[b.inputs[i]->name()] = inNames.back();
-    }
+    for (size_t i = 0; i < group.paramSlot.size(); ++i) inNames.push_back(unique(group.callee + "/input_" + std::to_string(i)));
+    // Subgraphs read outer values by name; the block's own inputs are renamed per slot below.
+    for (const auto& [v, slot] : w.reads.implicit) rename[v->name()] = inNames[group.slotParam[slot]];
     std::unordered_set<const Value*> isOutput(b.outputs.begin(), b.outputs.end());
     std::unordered_map<const Value*, size_t> outIndex;
     for (size_t j = 0; j < b.outputs.size(); ++j) outIndex[b.outputs[j]] = j;
@@ -324,9 +354,16 @@ class OutlineRun {
       }
     std::vector<onnx::NodeProto> nodes;
     std::set<std::string> nodeNames;
-    for (Node* n : b.nodes) {
+    for (size_t k = 0; k < b.nodes.size(); ++k) {
+      Node* n = b.nodes[k];
       onnx::NodeProto p = nodeToProto(*n);
       outline_sharing::renameRefs(p, rename);
+      const auto& slots = w.reads.direct[k];
+      if (static_cast<size_t>(p.input_size()) != slots.size())
+        fail(ExitCode::Internal, "outline: node '" + n->name() + "' has " + std::to_string(p.input_size()) + " inputs written, " +
+                      std::to_string(slots.size()) + " read");
+      for (size_t j = 0; j < slots.size(); ++j)
+        if (slots[j] >= 0) p.set_input(static_cast<int>(j), inNames[group.slotParam[static_cast<size_t>(slots[j])]]);
       for (const auto& [key, value] : w.placement) {
         bool has = false;
         for (const auto& a : p.attribute()) has |= a.name() == key;
@@ -337,7 +374,8 @@ class OutlineRun {
         a->set_i(value);
       }
       std::string nodeName = relative(n->name().empty() ? n->opType() : n->name());
-      for (int k = 1; nodeNames.count(nodeName); ++k) nodeName = relative(n->name().empty() ? n->opType() : n->name()) + "_" + std::to_string(k);
+      for (int dup = 1; nodeNames.count(nodeName); ++dup)
+        nodeName = relative(n->name().empty() ? n->opType() : n->name()) + "_" + std::to_string(dup);
       nodeNames.insert(nodeName);
       p.set_name(nodeName);
       nodes.push_back(std::move(p));
@@ -356,10 +394,11 @@ class OutlineRun {
     g.set_name(group.callee);
     auto common = [&](bool input, size_t k) {
       std::vector<const Value*> values;
-      for (size_t i : group.blocks) values.push_back(input ? work_[i].block.inputs[k] : work_[i].block.outputs[k]);
+      for (size_t i : group.blocks)
+        values.push_back(input ? work_[i].reads.slots[group.paramSlot[k]] : work_[i].block.outputs[k]);
       return outline_sharing::commonType(values);
     };
-    for (size_t i = 0; i < b.inputs.size(); ++i) {
+    for (size_t i = 0; i < inNames.size(); ++i) {
       auto* vi = g.add_input();
       vi->set_name(inNames[i]);
       if (auto t = common(true, i)) *vi->mutable_type() = *t;
@@ -402,9 +441,10 @@ class OutlineRun {
     auto next = std::next(g.position(b.nodes.back()));
     const Node* before = next == g.nodes().end() ? nullptr : next->get();
     std::vector<std::string> outs(b.outputs.size());
+    std::vector<Value*> args = arguments(w);
     Node* call = options_.mode == OutlineOptions::Mode::Call
-                     ? rw_->createNode(g, before, {"", "Call", "ai.graphcore", b.inputs, outs})
-                     : rw_->createNode(g, before, {"", group.callee, options_.domain, b.inputs, outs});
+                     ? rw_->createNode(g, before, {"", "Call", "ai.graphcore", args, outs})
+                     : rw_->createNode(g, before, {"", group.callee, options_.domain, args, outs});
     for (size_t j = 0; j < b.outputs.size(); ++j) rw_->adoptOutput(call, j, b.outputs[j]);
     for (auto it = b.nodes.rbegin(); it != b.nodes.rend(); ++it) rw_->eraseNode(*it);
     rw_->renameNode(call, b.key.empty() ? group.callee : b.key);
@@ -441,8 +481,8 @@ class OutlineRun {
   std::vector<Group> groups_;
   size_t hoisted_ = 0;
   Stopwatch clock_;
-  std::unordered_map<size_t, std::string> shapesOf_;        // group -> its blocks' static input shapes
-  std::unordered_map<size_t, size_t> nextWithSignature_;    // group -> next group with the same signature
+  std::vector<outline_sharing::ShapeProfile> profiles_;  // per group: what its blocks' reads are known to be
+  std::vector<size_t> nextWithSignature_;               // per group: the next group with its signature, or SIZE_MAX
 };
 
 class OutlinePass final : public Pass {

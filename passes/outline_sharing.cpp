@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <functional>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -66,20 +67,54 @@ std::vector<std::string> attributeKeys(const Node& n) {
 
 }  // namespace
 
-std::string signature(const Block& b) {
+Reads readsOf(const Graph& g, const Block& b) {
+  Reads r;
+  std::unordered_set<const Node*> members(b.nodes.begin(), b.nodes.end());
+  auto outside = [&](const Value* v) {
+    if (v->graph() != &g) {
+      for (const Graph* inner = v->graph(); inner; inner = inner->parent())
+        if (inner == &g) return false;  // defined inside one of the block's subgraphs
+      return true;
+    }
+    return !v->producer() || !members.count(v->producer());
+  };
+  std::function<void(const Node&)> implicitReads = [&](const Node& n) {
+    n.forEachSubgraph([&](Graph& sub) {
+      for (const auto& inner : sub.nodes()) {
+        for (Value* v : inner->inputs())
+          if (v && outside(v) && r.implicit.emplace(v, r.slots.size()).second) r.slots.push_back(v);
+        implicitReads(*inner);
+      }
+    });
+  };
+  r.direct.reserve(b.nodes.size());
+  for (const Node* n : b.nodes) {
+    auto& slots = r.direct.emplace_back(n->inputs().size(), -1);
+    for (size_t j = 0; j < n->inputs().size(); ++j) {
+      Value* v = n->input(j);
+      if (!v || !outside(v)) continue;
+      slots[j] = static_cast<int64_t>(r.slots.size());
+      r.slots.push_back(v);
+    }
+    implicitReads(*n);
+  }
+  return r;
+}
+
+std::string signature(const Block& b, const Reads& reads) {
   std::string sig;
-  std::unordered_map<const Value*, std::string> token;
-  for (size_t i = 0; i < b.inputs.size(); ++i) {
-    token[b.inputs[i]] = "i" + std::to_string(i);
-    sig += "I" + std::to_string(i) + ":" + typeKey(b.inputs[i]) + ";";
+  for (size_t s = 0; s < reads.slots.size(); ++s) {
+    const Value* v = reads.slots[s];
+    sig += "S" + std::to_string(s) + ":" + typeKey(v) + ";";
     // A constant input that shapes an op inside: PopART builds the callee
     // with the first call's value, so only blocks with equal values share.
     bool shaping = false;
-    for (const Use& u : b.inputs[i]->uses())
-      for (const Node* n : b.nodes)
-        if (u.node == n && popart::shapeLikeOperand(*n, static_cast<size_t>(u.index))) shaping = true;
-    if (shaping) sig += "V" + constantKey(b.inputs[i]) + ";";
+    for (size_t k = 0; k < b.nodes.size() && !shaping; ++k)
+      for (size_t j = 0; j < reads.direct[k].size(); ++j)
+        if (reads.direct[k][j] == static_cast<int64_t>(s) && popart::shapeLikeOperand(*b.nodes[k], j)) shaping = true;
+    if (shaping) sig += "V" + constantKey(v) + ";";
   }
+  std::unordered_map<const Value*, std::string> token;
   std::unordered_map<const Value*, size_t> outIndex;
   for (size_t j = 0; j < b.outputs.size(); ++j) outIndex[b.outputs[j]] = j;
   for (size_t k = 0; k < b.nodes.size(); ++k) {
@@ -87,7 +122,13 @@ std::string signature(const Block& b) {
     sig += "N" + n.domain() + "|" + n.opType() + "|" + n.overload() + "|";
     for (const auto& a : attributeKeys(n)) sig += std::to_string(a.size()) + ":" + a;
     sig += "(";
-    for (Value* v : n.inputs()) sig += (v ? token.at(v) : std::string("-")) + ",";
+    for (size_t j = 0; j < n.inputs().size(); ++j) {
+      const Value* v = n.input(j);
+      if (!v) sig += "-";
+      else if (reads.direct[k][j] >= 0) sig += "s" + std::to_string(reads.direct[k][j]);
+      else sig += token.at(v);
+      sig += ",";
+    }
     sig += ")->(";
     for (size_t o = 0; o < n.outputs().size(); ++o) {
       Value* v = n.output(o);
@@ -102,6 +143,19 @@ std::string signature(const Block& b) {
     sig += ");";
   }
   return sig;
+}
+
+std::vector<size_t> parameterOf(const std::vector<const Reads*>& blocks) {
+  size_t n = blocks.front()->slots.size();
+  std::vector<size_t> param(n);
+  std::map<std::vector<const Value*>, size_t> byValues;  // the values a slot reads, block by block
+  for (size_t s = 0; s < n; ++s) {
+    std::vector<const Value*> values;
+    values.reserve(blocks.size());
+    for (const Reads* r : blocks) values.push_back(r->slots[s]);
+    param[s] = byValues.emplace(std::move(values), byValues.size()).first->second;
+  }
+  return param;
 }
 
 std::string calleeName(const std::vector<std::string>& keys, std::set<std::string>& taken) {
@@ -141,19 +195,54 @@ void renameRefs(onnx::NodeProto& p, const std::unordered_map<std::string, std::s
   }
 }
 
-// What must match for two blocks' inputs to share a body: the element type
-// and rank; dimensions may differ in being known (the body declares the
-// common, more general type), static shapes that conflict split groups later.
+// What must match for two blocks' inputs to share a body: the element type.
+// Ranks and dimensions may differ in being known (the body declares the
+// common, more general type); known ones that conflict split groups (ShapeProfile).
 std::string typeKey(const Value* v) {
   const onnx::TypeProto* t = v->type();
   if (!t || !t->has_tensor_type()) return t ? t->SerializeAsString() : std::string("?");
-  const auto& tt = t->tensor_type();
-  std::string key = "t" + std::to_string(tt.elem_type());
-  key += tt.has_shape() ? "r" + std::to_string(tt.shape().dim_size()) : "r?";
-  return key;
+  return "t" + std::to_string(t->tensor_type().elem_type());
 }
 
-// The input's shape when every dimension is a known number.
+ShapeProfile shapeProfile(const std::vector<Value*>& slots) {
+  ShapeProfile profile;
+  profile.reserve(slots.size());
+  for (const Value* v : slots) {
+    const onnx::TypeProto* t = v->type();
+    if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) {
+      profile.emplace_back();
+      continue;
+    }
+    std::vector<int64_t> dims;
+    for (const auto& d : t->tensor_type().shape().dim()) dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    profile.emplace_back(std::move(dims));
+  }
+  return profile;
+}
+
+bool compatible(const ShapeProfile& a, const ShapeProfile& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t s = 0; s < a.size(); ++s) {
+    if (!a[s] || !b[s]) continue;
+    if (a[s]->size() != b[s]->size()) return false;
+    for (size_t d = 0; d < a[s]->size(); ++d)
+      if ((*a[s])[d] >= 0 && (*b[s])[d] >= 0 && (*a[s])[d] != (*b[s])[d]) return false;
+  }
+  return true;
+}
+
+void merge(ShapeProfile& into, const ShapeProfile& from) {
+  for (size_t s = 0; s < into.size() && s < from.size(); ++s) {
+    if (!from[s]) continue;
+    if (!into[s]) {
+      into[s] = from[s];
+      continue;
+    }
+    for (size_t d = 0; d < into[s]->size() && d < from[s]->size(); ++d)
+      if ((*into[s])[d] < 0) (*into[s])[d] = (*from[s])[d];
+  }
+}
+
 // The most specific type true of all: dimensions that agree are kept, the others left unknown.
 std::optional<onnx::TypeProto> commonType(const std::vector<const Value*>& values) {
   std::optional<onnx::TypeProto> common;

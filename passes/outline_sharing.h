@@ -20,14 +20,44 @@
 
 namespace graphrw::passes::outline_sharing {
 
-// What must match for two blocks' inputs to share a body: element type and rank.
+// What must match for two blocks' inputs to share a body: the element type
+// (ranks and dimensions are compared where known, by ShapeProfile).
 std::string typeKey(const ir::Value* v);
+
+// What is known of the shapes a block's read slots receive: per slot its
+// dimensions (-1: unknown or symbolic), nullopt where the rank is unknown.
+using ShapeProfile = std::vector<std::optional<std::vector<int64_t>>>;
+ShapeProfile shapeProfile(const std::vector<ir::Value*>& slots);
+// Whether blocks with these profiles may share a callee: where both know a
+// rank or a dimension, they agree (PopART builds a callee for the shapes of
+// its first call only).
+bool compatible(const ShapeProfile& a, const ShapeProfile& b);
+// `into` learns what `from` knows (they are compatible).
+void merge(ShapeProfile& into, const ShapeProfile& from);
 // The most specific type true of all: dimensions that agree are kept, the others left unknown.
 std::optional<onnx::TypeProto> commonType(const std::vector<const ir::Value*>& values);
 
-// Blocks are the same computation when their ops, attributes, wiring and
-// input types are (and constant inputs that shape an op inside, by value).
-std::string signature(const Block& b);
+// What a block reads from outside it, one slot per use: each input of each
+// node (in block order) that is not produced inside, then, per node, each
+// value its subgraphs read from outside (one slot per value). The same value
+// may fill several slots: PyTorch passes one merged parameter where another
+// layer passes two equal ones, and the layers still compute the same thing.
+struct Reads {
+  std::vector<ir::Value*> slots;
+  std::vector<std::vector<int64_t>> direct;  // per block node, per input: its slot, or -1
+  std::unordered_map<const ir::Value*, size_t> implicit;  // value read inside subgraphs -> its slot
+};
+Reads readsOf(const ir::Graph& g, const Block& b);
+
+// Blocks are the same computation when their ops, attributes, wiring and the
+// types of what fills each read slot are (and constant inputs that shape an op
+// inside, by value), whichever slots read the same value.
+std::string signature(const Block& b, const Reads& reads);
+
+// The parameters of a callee shared by blocks of one signature: two slots are
+// one parameter when every block reads one value in both. Returns each slot's
+// parameter; parameters are numbered in order of their first slot.
+std::vector<size_t> parameterOf(const std::vector<const Reads*>& blocks);
 // A callee's name from its blocks' keys, the parts in which they differ left
 // out ("/encoder/layer.0", "/encoder/layer.1" -> "encoder_layer"), unique
 // among `taken` (which it joins).

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <set>
 
 #include "helpers.h"
@@ -207,6 +208,88 @@ TEST_CASE("the BERT-style model, expanded, outlined by encoder layer: one shared
       CHECK(weights >= 16);
       CHECK(n.attribute(0).g().initializer_size() == 0);
     }
+  checkValid(*model);
+  checkSameMaths(original, expanded(*model), 1e-5, 2);
+}
+
+namespace {
+
+// Three scaled layers, `y = relu(x * s * t)`: each layer reads two parameters;
+// where `aliased` says, a layer reads its first parameter for both (through an
+// Identity, as PyTorch passes merged parameters). The values all differ, so a
+// callee that wired the two reads to one parameter would change the maths.
+onnx::ModelProto scaledLayers(const std::vector<bool>& aliased) {
+  std::string text = "<ir_version: 8, opset_import: [\"\" : 17]>\nscaled (float[2,8] x) => (float[2,8] y) {\n";
+  std::string in = "x";
+  for (size_t i = 0; i < aliased.size(); ++i) {
+    std::string l = "layer" + std::to_string(i);
+    std::string s = l + "_s", t = aliased[i] ? l + "_alias" : l + "_t";
+    if (aliased[i]) text += "  " + t + " = Identity (" + s + ")\n";
+    std::string out = i + 1 == aliased.size() ? "y" : l + "_out";
+    text += "  " + l + "_a = Mul (" + in + ", " + s + ")\n  " + l + "_b = Mul (" + l + "_a, " + t + ")\n  " + out +
+            " = Relu (" + l + "_b)\n";
+    in = out;
+  }
+  text += "}\n";
+  auto m = parseModel(text);
+  int k = 0;
+  for (auto& n : *m.mutable_graph()->mutable_node()) {  // "/layer1/Mul_4": the layer of the value it writes
+    std::string layer = n.output(0) == "y" ? "layer" + std::to_string(aliased.size() - 1)
+                                           : n.output(0).substr(0, n.output(0).find('_'));
+    n.set_name("/" + layer + "/" + n.op_type() + "_" + std::to_string(k++));
+  }
+  for (size_t i = 0; i < aliased.size(); ++i) {
+    std::string l = "layer" + std::to_string(i);
+    addWeight(m, l + "_s", {8}, static_cast<uint32_t>(60 + i));
+    if (!aliased[i]) addWeight(m, l + "_t", {8}, static_cast<uint32_t>(70 + i));
+  }
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("blocks that pass one value where others pass two share one callee with a parameter per read",
+          "[outline]") {
+  // Later layers aliased (PyTorch's usual case), the first aliased, and a mix.
+  for (const auto& aliased : {std::vector<bool>{false, true, true}, std::vector<bool>{true, false, false},
+                              std::vector<bool>{true, false, true}}) {
+    auto proto = scaledLayers(aliased);
+    json report;
+    auto model = runOutline(proto, outlineOf({"scope=/layer*"}), &report);
+    auto out = toProto(*model);
+    auto calls = callsIn(out.graph().node());
+    REQUIRE(calls.count.size() == 1);
+    CHECK(calls.count.begin()->second == 3);
+    CHECK(report["distinct_bodies"] == 1);
+    size_t aliasedLayers = 0;
+    for (size_t i = 0; i < aliased.size(); ++i) aliasedLayers += aliased[i];
+    CHECK(report["aliased_reads"] == aliasedLayers);
+    for (const auto& n : out.graph().node())
+      if (n.op_type() == "Call") {
+        REQUIRE(n.input_size() == 3);  // the activation and two parameters
+        bool same = n.input(1) == n.input(2);
+        size_t layer = static_cast<size_t>(n.name()[6] - '0');
+        CHECK(same == aliased[layer]);
+      }
+    checkValid(*model);
+    checkSameMaths(proto, expanded(*model));
+    checkSameMaths(proto, *runOutline(proto, outlineOf({"scope=/layer*"}, passes::OutlineOptions::Mode::Function)));
+  }
+}
+
+TEST_CASE("a PyTorch eval export with merged LayerNorm weights: outline alone gives 3 layers 1 callee",
+          "[outline][pytorch]") {
+  // bert3-opset15.onnx: the untrained LayerNorm weights are one initializer,
+  // read by later layers through Identity; ONNX's inference types layer 0's
+  // input (rank 3) and not the others'.
+  auto path = std::filesystem::path(GRAPHRW_SOURCE_DIR) / "tests" / "models" / "pytorch" / "bert3-opset15.onnx";
+  auto original = readProto(path);
+  json report;
+  auto model = runOutline(original, outlineOf({"scope=/layers.*"}), &report);
+  auto calls = callsIn(toProto(*model).graph().node());
+  REQUIRE(calls.count.size() == 1);
+  CHECK(calls.count.begin()->second == 3);
+  CHECK(report["distinct_bodies"] == 1);
   checkValid(*model);
   checkSameMaths(original, expanded(*model), 1e-5, 2);
 }
