@@ -157,7 +157,41 @@ class OpsetRun {
   }
 
   void refuse(const Node& n, const std::string& why) {
-    refusals_.push_back(nodeLabel(n) + ": " + why);
+    std::string where = inFunction(n), text = why;
+    // Inside a function, set-shapes cannot help: the types come from the call sites.
+    if (auto at = text.find(" (run set-shapes"); !where.empty() && at != std::string::npos)
+      if (auto close = text.find(')', at); close != std::string::npos) text.erase(at, close + 1 - at);
+    refusals_.push_back(nodeLabel(n) + ": " + text + where);
+  }
+
+  // For a node inside a local function: which function, and, where its call
+  // sites give an input different types (so the body, converted once, knows
+  // only what they share), which input and types; expanding the calls lets
+  // each be converted with its own types.
+  std::string inFunction(const Node& n) const {
+    const Function* f = n.graph() ? n.graph()->owningFunction() : nullptr;
+    if (!f) return "";
+    std::vector<const Node*> calls;
+    model_.graph().walkGraphs([&](const Graph& g) {
+      for (const auto& c : g.nodes())
+        if (model_.findFunction(c->domain(), c->opType(), c->overload()) == f) calls.push_back(c.get());
+    });
+    std::string why = " (in local function '" + f->key().str() + "', ";
+    if (calls.empty()) {
+      why += "which nothing calls, so the types of its inputs are unknown";
+    } else {
+      why += std::to_string(calls.size()) + " call site" + (calls.size() > 1 ? "s" : "");
+      const auto& inputs = f->body().inputs();
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        std::set<std::string> types;
+        for (const Node* c : calls) types.insert(typeString(i < c->inputs().size() && c->input(i) ? c->input(i)->type() : nullptr));
+        if (types.size() < 2) continue;
+        why += ", whose input '" + inputs[i].value->name() + "' has types";
+        for (const auto& t : types) why += " " + t;
+        break;
+      }
+    }
+    return why + "; `graphrw expand` inlines the calls first, so that each is converted with its own types)";
   }
 
   void count(const Node& n, const std::string& adapter) {

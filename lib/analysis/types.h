@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <vector>
@@ -31,6 +32,9 @@ void inferInOrder(ir::Rewriter& rw);
 // type (where it is known) gets it, and per-node inference runs through the body; the calls'
 // outputs get the body's output types. Polymorphic bodies stay untyped.
 void inferFunctionTypes(ir::Rewriter& rw);
+
+// A type as people write it: "float[batch,128]", "int64" (rank unknown), "?" (no type).
+std::string typeString(const onnx::TypeProto* type);
 
 // The value's shape when its type is known and every dimension is a number.
 std::optional<std::vector<int64_t>> staticShape(const ir::Value* v);

@@ -4,35 +4,13 @@
 #include <sstream>
 
 #include "analysis/popart.h"
+#include "analysis/types.h"
 #include "support/external_data.h"
 
 namespace graphrw {
 
 using namespace ir;
 using nlohmann::json;
-
-std::string typeString(const onnx::TypeProto* type) {
-  if (!type) return "?";
-  switch (type->value_case()) {
-    case onnx::TypeProto::kTensorType: {
-      const auto& t = type->tensor_type();
-      std::string s = dataTypeName(t.elem_type());
-      if (!t.has_shape()) return s;
-      s += "[";
-      for (int i = 0; i < t.shape().dim_size(); ++i) {
-        const auto& d = t.shape().dim(i);
-        if (i) s += ",";
-        s += d.has_dim_value() ? std::to_string(d.dim_value()) : d.has_dim_param() ? d.dim_param() : "?";
-      }
-      return s + "]";
-    }
-    case onnx::TypeProto::kSequenceType: return "seq(" + typeString(&type->sequence_type().elem_type()) + ")";
-    case onnx::TypeProto::kOptionalType: return "optional(" + typeString(&type->optional_type().elem_type()) + ")";
-    case onnx::TypeProto::kMapType: return "map";
-    case onnx::TypeProto::kSparseTensorType: return std::string("sparse ") + dataTypeName(type->sparse_tensor_type().elem_type());
-    default: return "?";
-  }
-}
 
 namespace {
 

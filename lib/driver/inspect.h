@@ -10,6 +10,5 @@ namespace graphrw {
 
 nlohmann::json inspectModel(ir::Model& model);
 std::string renderInspection(const nlohmann::json& summary);
-std::string typeString(const onnx::TypeProto* type);
 
 }  // namespace graphrw

@@ -4,6 +4,7 @@
 #include "helpers.h"
 #include "io/loader.h"
 #include "io/writer.h"
+#include "passes/expand.h"
 #include "passes/fold.h"
 #include "passes/opset.h"
 #include "passes/set_shapes.h"
@@ -210,6 +211,61 @@ F (a) => (b) {
     if (n.op_type() == "Unsqueeze") attr = n.input_size() == 1 && n.attribute_size() == 1;
   CHECK(attr);
   checkSameMaths(m, out);
+}
+
+TEST_CASE("opset: ops inside a local function convert with its call sites' types, or the refusal names the function",
+          "[opset]") {
+  // Trilu has no form before 14; graphrw writes it as a constant mask, which
+  // needs the last two dimensions: only the call sites give them.
+  auto model = [](const std::string& zType) {
+    return parseModel(R"(
+<ir_version: 8, opset_import: ["" : 14, "local" : 1]>
+g (float[4,4] x, )" + zType + R"( z) => (float[4,4] y, )" + zType + R"( w) {
+  y = local.Tri(x)
+  w = local.Tri(z)
+}
+<domain: "local", opset_import: ["" : 14]>
+Tri (a) => (b) {
+  t = Trilu(a)
+  b = Relu(t)
+}
+)");
+  };
+  SECTION("call sites agree: converted inside the function, same maths") {
+    auto m = model("float[4,4]");
+    std::vector<std::unique_ptr<Pass>> down;
+    down.push_back(toOpset(13));
+    auto out = run(m, std::move(down));
+    REQUIRE(out.functions_size() == 1);
+    CHECK(out.functions(0).opset_import(0).version() == 13);
+    for (const auto& n : out.functions(0).node()) CHECK(n.op_type() != "Trilu");
+    checkSameMaths(m, out);
+  }
+  SECTION("call sites disagree: refused naming the function, the input, its types and expand") {
+    auto m = model("float[3,5]");
+    auto loaded = loadModel(m);
+    PassManager pm({true, std::nullopt, ""});
+    pm.add(toOpset(13));
+    try {
+      pm.run(*loaded);
+      FAIL("expected a refusal");
+    } catch (const Error& e) {
+      CHECK(e.code() == ExitCode::Unsupported);
+      std::string what = e.what();
+      INFO(what);
+      CHECK(what.find("in local function 'local::Tri', 2 call sites, whose input 'a' has types float[3,5] float[4,4]") !=
+            std::string::npos);
+      CHECK(what.find("`graphrw expand` inlines the calls first") != std::string::npos);
+      CHECK(what.find("run set-shapes") == std::string::npos);  // it cannot help inside a function
+    }
+    // As the message says: expand, then convert; each call has its own mask.
+    std::vector<std::unique_ptr<Pass>> passes;
+    passes.push_back(passes::createExpandPass({}));
+    passes.push_back(toOpset(13));
+    auto out = run(m, std::move(passes));
+    CHECK(onnxOpset(out) == 13);
+    checkSameMaths(m, out);
+  }
 }
 
 TEST_CASE("opset --ir-version refuses what the IR version lacks", "[opset]") {
