@@ -1,7 +1,7 @@
 // The constant-folding evaluator's arithmetic, reductions and indexing ops:
 // Mod, Pow, Sqrt, Exp, Log, Floor, Ceil, Round, Reciprocal, Sign, Sum, Mean,
 // ReduceSum/Prod/Min/Max/Mean, CumSum, Tile, Flatten, GatherElements,
-// GatherND, ScatterND, ScatterElements. Integer and boolean results are exact;
+// GatherND, ScatterND, ScatterElements, Einsum. Integer and boolean results are exact;
 // float ones are the host's IEEE operations (one rounding per element, what
 // ONNX Runtime's CPU kernels do for these), checked against ONNX Runtime by
 // the tests.
@@ -21,7 +21,7 @@ const std::vector<std::string>& mathOps() {
   static const std::vector<std::string> ops = {
       "Mod", "Pow", "Sqrt", "Exp", "Log", "Floor", "Ceil", "Round", "Reciprocal", "Sign", "Sum", "Mean",
       "ReduceSum", "ReduceProd", "ReduceMin", "ReduceMax", "ReduceMean", "CumSum", "Tile", "Flatten",
-      "GatherElements", "GatherND", "ScatterND", "ScatterElements"};
+      "GatherElements", "GatherND", "ScatterND", "ScatterElements", "Einsum"};
   return ops;
 }
 
@@ -305,6 +305,203 @@ Result indexing(const Node& n, const std::vector<const HostTensor*>& in, const H
   return one(std::move(out));
 }
 
+// Einsum's equation read into one label per axis of each input and of the
+// output: letters are labels 0-51, the axes an ellipsis stands for are labels
+// 52, 53, ... (aligned to the right, as numpy broadcasts them).
+struct EinsumPlan {
+  std::vector<std::vector<int>> inputs;
+  std::vector<int> output;
+  std::vector<int64_t> size;  // per label
+};
+
+std::optional<EinsumPlan> planEinsum(const std::string& equation, const std::vector<const HostTensor*>& in,
+                                     std::string& why) {
+  std::string eq;
+  for (char c : equation)
+    if (c != ' ') eq += c;
+  auto arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t start = 0;;) {
+    auto comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (terms.size() != in.size()) {
+    why = "Einsum: the equation has " + std::to_string(terms.size()) + " inputs, the node " + std::to_string(in.size());
+    return std::nullopt;
+  }
+  auto letter = [](char c) { return c >= 'a' && c <= 'z' ? c - 'a' : c >= 'A' && c <= 'Z' ? 26 + (c - 'A') : -1; };
+  // Each term as letters with -2 for the ellipsis.
+  auto parse = [&](const std::string& term, std::vector<int>& out) {
+    for (size_t i = 0; i < term.size(); ++i) {
+      if (term.compare(i, 3, "...") == 0) {
+        if (std::count(out.begin(), out.end(), -2)) return false;
+        out.push_back(-2);
+        i += 2;
+      } else if (int l = letter(term[i]); l >= 0) {
+        out.push_back(l);
+      } else {
+        return false;
+      }
+    }
+    return true;
+  };
+  EinsumPlan plan;
+  plan.size.assign(52, -1);
+  size_t ellipsisRank = 0;
+  std::vector<std::vector<int>> parsed(terms.size());
+  for (size_t k = 0; k < terms.size(); ++k) {
+    if (!parse(terms[k], parsed[k])) {
+      why = "Einsum: cannot read term '" + terms[k] + "'";
+      return std::nullopt;
+    }
+    bool ellipsis = std::count(parsed[k].begin(), parsed[k].end(), -2) > 0;
+    size_t letters = parsed[k].size() - (ellipsis ? 1 : 0);
+    if (in[k]->dims.size() < letters || (!ellipsis && in[k]->dims.size() != letters)) {
+      why = "Einsum: term '" + terms[k] + "' does not match input " + std::to_string(k) + "'s rank";
+      return std::nullopt;
+    }
+    if (!ellipsis) continue;
+    // As ONNX's inference (and so ONNX Runtime): every ellipsis stands for as many axes.
+    if (ellipsisRank && ellipsisRank != in[k]->dims.size() - letters + 1) {
+      why = "Einsum: the ellipses stand for different numbers of axes";
+      return std::nullopt;
+    }
+    ellipsisRank = in[k]->dims.size() - letters + 1;  // + 1: 0 means none seen yet
+  }
+  if (ellipsisRank) --ellipsisRank;
+  plan.size.resize(52 + ellipsisRank, 1);
+  for (size_t k = 0; k < terms.size(); ++k) {
+    const auto& dims = in[k]->dims;
+    std::vector<int> labels;
+    size_t axis = 0;
+    for (int l : parsed[k]) {
+      if (l == -2) {
+        size_t r = dims.size() - (parsed[k].size() - 1);
+        for (size_t e = 0; e < r; ++e) labels.push_back(static_cast<int>(52 + ellipsisRank - r + e));
+        axis += r;
+      } else {
+        labels.push_back(l);
+        ++axis;
+      }
+    }
+    for (size_t d = 0; d < labels.size(); ++d) {
+      int64_t& size = plan.size[static_cast<size_t>(labels[d])];
+      bool broadcastable = labels[d] >= 52;
+      if (size < 0 || (broadcastable && size == 1)) size = dims[d];
+      else if (dims[d] != size && !(broadcastable && dims[d] == 1)) {
+        why = "Einsum: label sizes disagree";
+        return std::nullopt;
+      }
+    }
+    plan.inputs.push_back(std::move(labels));
+  }
+  std::vector<int> ellipsisLabels;
+  for (size_t e = 0; e < ellipsisRank; ++e) ellipsisLabels.push_back(static_cast<int>(52 + e));
+  if (arrow != std::string::npos) {
+    std::vector<int> out;
+    if (!parse(eq.substr(arrow + 2), out)) {
+      why = "Einsum: cannot read the output term";
+      return std::nullopt;
+    }
+    for (int l : out) {
+      if (l == -2) {
+        plan.output.insert(plan.output.end(), ellipsisLabels.begin(), ellipsisLabels.end());
+      } else if (plan.size[static_cast<size_t>(l)] < 0 ||
+                 std::count(plan.output.begin(), plan.output.end(), l)) {
+        why = "Einsum: an output label is not an input label, or repeats";
+        return std::nullopt;
+      } else {
+        plan.output.push_back(l);
+      }
+    }
+  } else {  // implicit: the ellipsis axes, then the letters used once, in alphabetical order
+    plan.output = ellipsisLabels;
+    std::vector<int> uses(52, 0);
+    for (const auto& p : parsed)
+      for (int l : p)
+        if (l >= 0) uses[static_cast<size_t>(l)]++;
+    for (int l = 0; l < 52; ++l)
+      if (uses[static_cast<size_t>(l)] == 1) plan.output.push_back(l);
+  }
+  return plan;
+}
+
+// Every combination of label values visited once; products summed per output
+// element (floats accumulate in double, integers wrap like ONNX Runtime's).
+Result einsum(const Node& n, const std::vector<const HostTensor*>& in, uint64_t maxBytes, std::string& why) {
+  const Attribute* eqAttr = n.attribute("equation");
+  if (!eqAttr || in.empty()) {
+    why = "Einsum without an equation";
+    return std::nullopt;
+  }
+  for (const HostTensor* t : in)
+    if (!t || t->type != in[0]->type || !arithmetic(t->type)) {
+      why = "Einsum on these input types is not folded";
+      return std::nullopt;
+    }
+  auto plan = planEinsum(eqAttr->proto.s(), in, why);
+  if (!plan) return std::nullopt;
+  std::vector<int> used;  // labels any input or the output has
+  for (size_t l = 0; l < plan->size.size(); ++l) {
+    bool any = std::count(plan->output.begin(), plan->output.end(), static_cast<int>(l)) > 0;
+    for (const auto& labels : plan->inputs) any |= std::count(labels.begin(), labels.end(), static_cast<int>(l)) > 0;
+    if (any) used.push_back(static_cast<int>(l));
+  }
+  double steps = 1;
+  for (int l : used) steps *= static_cast<double>(plan->size[static_cast<size_t>(l)]);
+  HostTensor out{in[0]->type, {}, {}};
+  for (int l : plan->output) out.dims.push_back(plan->size[static_cast<size_t>(l)]);
+  double bytes = static_cast<double>(product(out.dims)) * static_cast<double>(elementSize(out.type));
+  if (bytes > static_cast<double>(maxBytes) || steps > 64.0 * 1024 * 1024) {
+    why = "Einsum: the result or the work is over the limit";
+    return std::nullopt;
+  }
+  // Per label: its stride in each input and in the output (0 where absent; repeated labels add up: a diagonal).
+  auto strideIn = [&](const std::vector<int>& labels, const std::vector<int64_t>& dims) {
+    std::vector<int64_t> per(plan->size.size(), 0);
+    auto strides = stridesOf(dims);
+    for (size_t d = 0; d < labels.size(); ++d)
+      if (dims[d] != 1 || plan->size[static_cast<size_t>(labels[d])] == 1) per[static_cast<size_t>(labels[d])] += strides[d];
+    return per;
+  };
+  std::vector<std::vector<int64_t>> strides;
+  for (size_t k = 0; k < in.size(); ++k) strides.push_back(strideIn(plan->inputs[k], in[k]->dims));
+  auto outStrides = strideIn(plan->output, out.dims);
+  int64_t total = product(out.dims);
+  out.data.assign(static_cast<size_t>(total) * elementSize(out.type), '\0');
+  dispatch(out.type, [&](auto tag) {
+    using T = decltype(tag);
+    using Acc = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
+    std::vector<Acc> acc(static_cast<size_t>(total), Acc(0));
+    std::vector<int64_t> idx(used.size(), 0);
+    bool empty = false;
+    for (int l : used) empty |= plan->size[static_cast<size_t>(l)] == 0;
+    while (!empty) {
+      Acc prod = Acc(1);
+      int64_t o = 0;
+      for (size_t k = 0; k < in.size(); ++k) {
+        int64_t at = 0;
+        for (size_t u = 0; u < used.size(); ++u) at += idx[u] * strides[k][static_cast<size_t>(used[u])];
+        prod = prod * static_cast<Acc>(load<T>(in[k]->data, static_cast<size_t>(at)));
+      }
+      for (size_t u = 0; u < used.size(); ++u) o += idx[u] * outStrides[static_cast<size_t>(used[u])];
+      acc[static_cast<size_t>(o)] = acc[static_cast<size_t>(o)] + prod;
+      size_t u = used.size();
+      while (u-- > 0) {
+        if (++idx[u] < plan->size[static_cast<size_t>(used[u])]) break;
+        idx[u] = 0;
+      }
+      if (u == SIZE_MAX) break;
+    }
+    for (size_t i = 0; i < acc.size(); ++i) store<T>(out.data, i, static_cast<T>(acc[i]));
+    return 0;
+  });
+  return one(std::move(out));
+}
+
 }  // namespace
 
 bool isMathOp(const std::string& op) { return std::find(mathOps().begin(), mathOps().end(), op) != mathOps().end(); }
@@ -317,6 +514,7 @@ Result evaluateMathOp(const Node& n, const std::vector<const HostTensor*>& in, s
     return std::nullopt;
   };
   if (in.empty() || !in[0]) badInput(op + ": input 0 is missing");
+  if (op == "Einsum") return einsum(n, in, maxBytes, why);
   const HostTensor& x = *in[0];
   bool indexOp = op == "Flatten" || op == "Tile" || op == "CumSum" || op.starts_with("Gather") || op.starts_with("Scatter");
   if (indexOp) {
