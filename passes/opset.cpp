@@ -177,21 +177,18 @@ class OpsetRun {
         if (model_.findFunction(c->domain(), c->opType(), c->overload()) == f) calls.push_back(c.get());
     });
     std::string why = " (in local function '" + f->key().str() + "', ";
-    if (calls.empty()) {
-      why += "which nothing calls, so the types of its inputs are unknown";
-    } else {
-      why += std::to_string(calls.size()) + " call site" + (calls.size() > 1 ? "s" : "");
-      const auto& inputs = f->body().inputs();
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        std::set<std::string> types;
-        for (const Node* c : calls) types.insert(typeString(i < c->inputs().size() && c->input(i) ? c->input(i)->type() : nullptr));
-        if (types.size() < 2) continue;
-        why += ", whose input '" + inputs[i].value->name() + "' has types";
-        for (const auto& t : types) why += " " + t;
-        break;
-      }
+    if (calls.empty()) return why + "which nothing calls, so the types of its inputs are unknown)";
+    why += std::to_string(calls.size()) + " call site" + (calls.size() > 1 ? "s" : "");
+    const auto& inputs = f->body().inputs();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      std::set<std::string> types;
+      for (const Node* c : calls) types.insert(typeString(i < c->inputs().size() && c->input(i) ? c->input(i)->type() : nullptr));
+      if (types.size() < 2) continue;
+      why += ", whose input '" + inputs[i].value->name() + "' has types";
+      for (const auto& t : types) why += " " + t;
+      return why + "; `graphrw expand` inlines the calls first, so that each is converted with its own types)";
     }
-    return why + "; `graphrw expand` inlines the calls first, so that each is converted with its own types)";
+    return why + ")";
   }
 
   void count(const Node& n, const std::string& adapter) {

@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <chrono>
 #include <functional>
 #include <map>
 #include <set>
@@ -19,6 +18,7 @@
 #include "ir/inliner.h"
 #include "passes/outline_sharing.h"
 #include "support/error.h"
+#include "support/stopwatch.h"
 
 namespace graphrw::passes {
 namespace {
@@ -27,18 +27,6 @@ using namespace ir;
 
 constexpr const char* kOutline = "__outline";
 
-// Phase times at debug level (-v), for profiling large models.
-class Stopwatch {
- public:
-  void lap(const char* what) {
-    auto now = std::chrono::steady_clock::now();
-    spdlog::debug("outline: {} {:.3f}s", what, std::chrono::duration<double>(now - last_).count());
-    last_ = now;
-  }
-
- private:
-  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
-};
 // Where an op runs (PopART): a Call takes its block's, and every op of the
 // callee has the same (blocks placed differently never share a callee: the
 // attributes are part of their signature).
@@ -480,7 +468,7 @@ class OutlineRun {
   std::vector<Work> work_;
   std::vector<Group> groups_;
   size_t hoisted_ = 0;
-  Stopwatch clock_;
+  Stopwatch clock_{"outline"};
   std::vector<outline_sharing::ShapeProfile> profiles_;  // per group: what its blocks' reads are known to be
   std::vector<size_t> nextWithSignature_;               // per group: the next group with its signature, or SIZE_MAX
 };

@@ -116,5 +116,8 @@ bool isShapeOp(const std::string& op);
 std::optional<std::vector<HostTensor>> evaluateMathOp(const ir::Node& n, const std::vector<const HostTensor*>& in,
                                                       std::string& why, uint64_t maxBytes);
 bool isMathOp(const std::string& op);
+// Einsum on constants (fold_einsum.cpp); nothing (why set) when the equation or types are not supported.
+std::optional<std::vector<HostTensor>> evaluateEinsum(const ir::Node& n, const std::vector<const HostTensor*>& in,
+                                                      std::string& why, uint64_t maxBytes);
 
 }  // namespace graphrw::fold_detail
