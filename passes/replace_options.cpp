@@ -1,14 +1,16 @@
 #include <onnx/defs/parser.h>
 #include <onnx/defs/schema.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
-#include <regex>
 #include <sstream>
 
 #include "analysis/attributes.h"
 #include "analysis/graphcore_ops.h"
 #include "passes/replace.h"
+#include "passes/template_text.h"
 #include "support/error.h"
 #include "support/json_text.h"
 #include "support/text_file.h"
@@ -35,23 +37,46 @@ int32_t dataTypeFromName(const std::string& name, const std::string& where) {
 
 
 void parseTarget(const std::string& text, Replacement& r) {
-  static const std::regex form(R"(^(?:([A-Za-z0-9_.\-]*)::)?([A-Za-z_][A-Za-z0-9_]*)(?::([0-9]+))?$)");
-  std::smatch m;
-  if (!std::regex_match(text, m, form)) usageError("replacement target '" + text + "': expected [DOMAIN::]OP[:VERSION]");
-  r.domain = m[1].str();
+  auto bad = [&] { usageError("replacement target '" + text + "': expected [DOMAIN::]OP[:VERSION]"); };
+  auto identifier = [](std::string_view s) {
+    if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+    return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  };
+  std::string_view rest = text;
+  r.domain.clear();
+  if (auto sep = rest.find("::"); sep != std::string_view::npos) {
+    r.domain = std::string(rest.substr(0, sep));
+    bool ok = std::all_of(r.domain.begin(), r.domain.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+    });
+    if (!ok) bad();
+    rest.remove_prefix(sep + 2);
+  }
   if (r.domain == "ai.onnx") r.domain.clear();
-  r.opType = m[2].str();
-  r.version = m[3].matched ? std::stoll(m[3].str()) : 0;
+  r.version = 0;
+  if (auto colon = rest.find(':'); colon != std::string_view::npos) {
+    std::string_view digits = rest.substr(colon + 1);
+    if (digits.empty() || digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      bad();
+    r.version = std::stoll(std::string(digits));
+    rest = rest.substr(0, colon);
+  }
+  if (!identifier(rest)) bad();
+  r.opType = std::string(rest);
 }
 
 onnx::FunctionProto parseTemplate(const std::string& text, const std::string& where) {
   // ONNX 1.12's parser has no attribute references: `name = @formal` is read
   // as a marked string and turned into a reference once the op's schema gives its type.
-  static const std::regex ref(R"(([A-Za-z_][A-Za-z0-9_]*)\s*=\s*@([A-Za-z_][A-Za-z0-9_]*))");
   const std::string marker = "@graphrw-ref@";
-  std::string prepared = std::regex_replace(text, ref, "$1 = \"" + marker + "$2\"");
+  std::string prepared = prepareTemplateText(text, marker, where);
   onnx::FunctionProto fp;
-  auto status = onnx::OnnxParser::Parse(fp, prepared.c_str());
+  onnx::Common::Status status;
+  try {
+    status = onnx::OnnxParser::Parse(fp, prepared.c_str());
+  } catch (const std::exception& e) {  // numbers it reads with std::stol / std::stof ("axes = [-q]", "1e999")
+    usageError(where + ": the template does not parse: a number is malformed or out of range (" + e.what() + ")");
+  }
   if (!status.IsOK()) {
     // Position and reason only: the parser's "Error context" line would echo
     // the file's text, whatever file the rule named.
@@ -69,6 +94,11 @@ onnx::FunctionProto parseTemplate(const std::string& text, const std::string& wh
     for (auto& a : *node.mutable_attribute()) {
       if (a.type() != onnx::AttributeProto::STRING || !a.s().starts_with(marker)) continue;
       std::string formal = a.s().substr(marker.size());
+      // A formal is a declared attribute or (in patterns: a captured constant) a declared input.
+      if (std::find(fp.attribute().begin(), fp.attribute().end(), formal) == fp.attribute().end() &&
+          std::find(fp.input().begin(), fp.input().end(), formal) == fp.input().end())
+        usageError(where + ": template node " + node.op_type() + ": attribute '" + a.name() + "' refers to @" +
+                   formal.substr(0, 64) + (formal.size() > 64 ? "..." : "") + ", which the template declares neither as an attribute nor as an input");
       auto version = opsets.count(node.domain()) ? opsets[node.domain()] : onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(node.domain().empty() ? "" : node.domain()).second;
       const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(version), node.domain());
       auto type = expectedAttributeType(schema, a.name());

@@ -14,6 +14,8 @@ constexpr std::pair<const char*, std::optional<std::string> Selector::*> kKeys[]
     {"name", &Selector::name}, {"name_regex", &Selector::nameRegex}, {"op_type", &Selector::opType},
     {"domain", &Selector::domain}, {"scope", &Selector::scope}};
 constexpr const char* kKeyList = "name, name_regex, op_type, domain, scope";
+// Longer regexes are refused: the compiler recurses on the pattern's nesting.
+constexpr size_t kMaxRegexLength = 1000;
 
 std::optional<std::string>* slotOf(Selector& s, const std::string& key) {
   for (const auto& [name, member] : kKeys)
@@ -88,8 +90,14 @@ void Selector::compile(const std::function<std::string(const char* key)>& whereO
   checkGlob(scope, "scope");
   if (opType && opType->empty()) usageError(whereOf("op_type") + ": op_type is empty");
   if (nameRegex) {
+    if (nameRegex->size() > kMaxRegexLength)
+      usageError(whereOf("name_regex") + ": name_regex is " + std::to_string(nameRegex->size()) + " characters long (at most " +
+                 std::to_string(kMaxRegexLength) + ")");
     try {
-      compiledRegex.emplace(*nameRegex, std::regex::ECMAScript);
+      // __polynomial (libstdc++): the breadth-first matcher, linear in the
+      // name and with no recursion per character (the default one overflows
+      // the stack on a 200k-character node name); back-references are refused.
+      compiledRegex.emplace(*nameRegex, std::regex::ECMAScript | std::regex_constants::__polynomial);
     } catch (const std::regex_error& e) {
       usageError(whereOf("name_regex") + ": name_regex '" + *nameRegex + "' is not a valid regex (" + e.what() + ")");
     }
@@ -98,11 +106,37 @@ void Selector::compile(const std::function<std::string(const char* key)>& whereO
 
 std::optional<std::string> Selector::scopeOf(const std::string& nodeName) const {
   if (!scope) return std::nullopt;
-  // Candidate prefixes end at a '/' boundary (or are the whole name).
-  for (size_t i = 1; i <= nodeName.size(); ++i) {
-    bool boundary = i == nodeName.size() || nodeName[i - 1] == '/' || nodeName[i] == '/';
-    if (!boundary) continue;
-    std::string prefix = nodeName.substr(0, i);
+  // Candidate prefixes end at a '/' boundary (or are the whole name). A
+  // scope's '*', '?' and brackets never match '/', so a matching prefix holds
+  // exactly as many '/' as the glob has outside brackets: at most two
+  // candidates (ending with the k-th '/', or just before the next one), which
+  // keeps this linear in the name however many '/' it has.
+  size_t k = 0, open = 0;
+  for (size_t i = 0; i < scope->size(); ++i) {
+    char c = (*scope)[i];
+    if (c == '\\' && i + 1 < scope->size()) {
+      k += (*scope)[++i] == '/' && !open;
+    } else if (c == '[') {
+      ++open;
+    } else if (c == ']' && open) {
+      --open;
+    } else if (c == '/' && !open) {
+      ++k;
+    }
+  }
+  size_t afterK = 0, slashes = 0, next = nodeName.size();
+  for (size_t i = 0; i < nodeName.size(); ++i) {
+    if (nodeName[i] != '/') continue;
+    if (slashes == k) {
+      next = i;
+      break;
+    }
+    if (++slashes == k) afterK = i + 1;
+  }
+  if (slashes < k) return std::nullopt;
+  for (size_t end : {afterK, next}) {
+    if (end == 0 || end > nodeName.size()) continue;
+    std::string prefix = nodeName.substr(0, end);
     if (globMatch(*scope, prefix, false)) return prefix;
   }
   return std::nullopt;

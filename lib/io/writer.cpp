@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <functional>
 #include <set>
 
 #include "io/atomic_file.h"
@@ -387,7 +388,33 @@ std::string serialize(const Model& model) {
   return out;
 }
 
+namespace {
+
+// Protobuf (and so graphrw's loader, ONNX and ONNX Runtime) reads messages
+// nested at most 100 deep; each level of subgraph costs 3 (node, attribute,
+// graph) and a graph's value types a few more. A model nested deeper than
+// this would be written but could not be read back.
+constexpr size_t kMaxSubgraphDepth = 30;
+
+void checkNesting(const Model& model) {
+  std::function<void(const Graph&, size_t)> walk = [&](const Graph& g, size_t depth) {
+    for (const auto& n : g.nodes())
+      n->forEachSubgraph([&](const Graph& sub) {
+        if (depth + 1 > kMaxSubgraphDepth)
+          fail(ExitCode::Unsupported, "node '" + n->name() + "' (" + opName(*n) + ") holds subgraphs nested more than " +
+                                          std::to_string(kMaxSubgraphDepth) +
+                                          " deep: the model could not be read back (protobuf reads 100 message levels)");
+        walk(sub, depth + 1);
+      });
+  };
+  walk(model.graph(), 0);
+  for (const auto& f : model.functions()) walk(f->body(), 0);
+}
+
+}  // namespace
+
 WriteResult writeModel(Model& model, const std::string& path, const WriteOptions& options) {
+  checkNesting(model);
   const bool toStdout = path == "-";
   fs::path outDir = toStdout ? fs::current_path() : fs::path(path).parent_path();
   if (outDir.empty()) outDir = ".";
