@@ -35,10 +35,13 @@ std::unique_ptr<ir::Model> loadModel(std::shared_ptr<const Buffer> bytes, const 
 }
 
 std::unique_ptr<ir::Model> loadModel(const std::string& path, const LoadOptions& options) {
-  if (path == "-") return loadModel(Buffer::spoolFd(STDIN_FILENO, "<stdin>"), fs::current_path(), "<stdin>", options);
+  // An ONNX file is one protobuf message: at most 2 GiB (large tensors go to external data).
+  constexpr size_t kMaxModelBytes = (size_t{1} << 31) - 1;
+  if (path == "-")
+    return loadModel(Buffer::spoolFd(STDIN_FILENO, "<stdin>", kMaxModelBytes), fs::current_path(), "<stdin>", options);
   std::shared_ptr<const Buffer> bytes;
   try {
-    bytes = Buffer::mapFile(path);
+    bytes = Buffer::mapFile(path, kMaxModelBytes);
   } catch (const Error& e) {
     fail(e.code(), e.what());
   }

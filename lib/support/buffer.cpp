@@ -66,13 +66,23 @@ struct Fd {
 
 }  // namespace
 
-std::shared_ptr<const Buffer> Buffer::mapFile(const std::filesystem::path& path) {
+namespace {
+
+[[noreturn]] void tooLarge(const std::string& what, size_t maxBytes) {
+  badInput(what + ": larger than " + std::to_string(maxBytes) + " bytes (" + std::to_string(maxBytes >> 20) +
+           " MiB), more than a protobuf message holds");
+}
+
+}  // namespace
+
+std::shared_ptr<const Buffer> Buffer::mapFile(const std::filesystem::path& path, size_t maxBytes) {
   Fd f{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (f.fd < 0) badInput(path.string() + ": cannot open: " + std::strerror(errno));
   struct stat st {};
   if (fstat(f.fd, &st) != 0) badInput(path.string() + ": cannot stat: " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return readFd(f.fd, path.string());
+  if (!S_ISREG(st.st_mode)) return spoolFd(f.fd, path.string(), maxBytes);
   size_t size = static_cast<size_t>(st.st_size);
+  if (size > maxBytes) tooLarge(path.string(), maxBytes);
   if (size == 0) return std::make_shared<OwnedBuffer>(std::string());
   void* base = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, f.fd, 0);
   if (base == MAP_FAILED) badInput(path.string() + ": cannot map: " + std::strerror(errno));
@@ -113,9 +123,10 @@ int unlinkedTempFile(const std::string& what) {
 
 }  // namespace
 
-std::shared_ptr<const Buffer> Buffer::spoolFd(int fd, const std::string& what) {
+std::shared_ptr<const Buffer> Buffer::spoolFd(int fd, const std::string& what, size_t maxBytes) {
   struct stat st {};
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && lseek(fd, 0, SEEK_CUR) == 0) {
+    if (static_cast<size_t>(st.st_size) > maxBytes) tooLarge(what, maxBytes);
     Fd own{dup(fd)};  // stdin redirected from a file: map it
     if (own.fd >= 0 && st.st_size > 0) {
       void* base = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, own.fd, 0);
@@ -145,6 +156,7 @@ std::shared_ptr<const Buffer> Buffer::spoolFd(int fd, const std::string& what) {
       done += w;
     }
     total += static_cast<size_t>(n);
+    if (total > maxBytes) tooLarge(what, maxBytes);
   }
   if (total == 0) return std::make_shared<OwnedBuffer>(std::string());
   void* base = mmap(nullptr, total, PROT_READ, MAP_PRIVATE, tmp.fd, 0);

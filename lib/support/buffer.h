@@ -25,15 +25,19 @@ class Buffer {
   // are read back from the file when touched again. Views stay valid.
   virtual void releaseBefore(const char* p) const { (void)p; }
 
-  // Maps a whole file read-only. Throws Error(BadInput) naming the file.
-  static std::shared_ptr<const Buffer> mapFile(const std::filesystem::path& path);
+  // Maps a whole file read-only; a file that is not regular (a device, a
+  // FIFO) is spooled as spoolFd does. More than `maxBytes` is an error.
+  // Throws Error(BadInput) naming the file.
+  static std::shared_ptr<const Buffer> mapFile(const std::filesystem::path& path, size_t maxBytes = SIZE_MAX);
   // Reads a file descriptor (stdin, a pipe) to its end into owned memory.
   static std::shared_ptr<const Buffer> readFd(int fd, const std::string& what);
   // A file descriptor's bytes (stdin) as a mapped buffer: a regular file is
   // mapped as it is; a pipe is copied to an unlinked temporary file (in
   // $TMPDIR, else /tmp) that is then mapped, so a model read from a pipe costs
   // page cache, not its size in memory. Throws Error(BadInput) naming `what`.
-  static std::shared_ptr<const Buffer> spoolFd(int fd, const std::string& what);
+  // More than `maxBytes` is an error, found after reading one byte more
+  // (so /dev/zero ends).
+  static std::shared_ptr<const Buffer> spoolFd(int fd, const std::string& what, size_t maxBytes = SIZE_MAX);
   // Takes ownership of a string's bytes.
   static std::shared_ptr<const Buffer> fromString(std::string bytes);
 

@@ -125,3 +125,13 @@ TEST_CASE("hostile: graphrw never writes a model nested deeper than it reads bac
   CHECK_THAT(deep.err, Catch::Contains("nested more than 30 deep"));
   CHECK_FALSE(fs::exists(dir / "o31.onnx"));
 }
+
+TEST_CASE("hostile: a model read from a device or a pipe stops at protobuf's 2 GiB", "[cli][hostile]") {
+  // /dev/zero never ends: without the cap the spool grows until the disk is full.
+  auto r = runChecked("inspect /dev/zero", "");
+  CHECK(r.status == 3);
+  CHECK_THAT(r.err, Catch::Contains("/dev/zero: larger than 2147483647 bytes"));
+  auto piped = run("head -c 2147483648 /dev/zero | " + bin() + " inspect -");
+  CHECK(piped.status == 3);
+  CHECK_THAT(piped.err, Catch::Contains("<stdin>: larger than"));
+}
