@@ -96,7 +96,7 @@ class LegalizePass final : public Pass {
       // A replacement with an op the PopART release lacks (GeluErf before 3.3) is not
       // applied: the chain stays in ai.onnx ops, which that release imports.
       if (!availableAt(replacement, version_)) continue;
-      patterns_.emplace_back(parseTemplate(p["match"].get<std::string>(), at + "/match"), std::move(replacement), at);
+      patterns_.emplace_back(parseTemplate(p["match"].get<std::string>(), at + "/match", TemplateRole::Match), std::move(replacement), at);
     }
     replace_ = replaceOptionsFromJson(data.json["replace"], where, "/replace");
     replace_.quietNoMatch = true;  // the target's replacements apply to whatever a model has

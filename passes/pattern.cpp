@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "analysis/graphcore_ops.h"
+#include "analysis/json_schema.h"
 #include "analysis/opsets.h"
 #include "analysis/weights.h"
 #include "passes/replace.h"
@@ -89,7 +90,7 @@ class PatternPass final : public Pass {
 PatternRule ruleFromJson(const nlohmann::json& r, const std::string& where) {
   PatternRule rule;
   rule.where = where;
-  rule.match = parseTemplate(r["match"].get<std::string>(), where + "/match");
+  rule.match = parseTemplate(r["match"].get<std::string>(), where + "/match", TemplateRole::Match);
   rule.replace = parseTemplate(r["replace"].get<std::string>(), where + "/replace");
   rule.constraints.weights = r.value("weights", std::vector<std::string>{});
   rule.constraints.constants = r.value("constants", std::vector<std::string>{});
@@ -106,6 +107,23 @@ PatternRule ruleFromJson(const nlohmann::json& r, const std::string& where) {
   return rule;
 }
 
+// One rule of "rules" (and of a rules_file): the JSON Schema of its fields.
+const nlohmann::json kRuleSchema = nlohmann::json::parse(R"json({
+  "type": "object",
+  "properties": {
+    "match": {"type": "string", "minLength": 1, "description": "The match graph: an ONNX function (textual syntax)."},
+    "replace": {"type": "string", "minLength": 1, "description": "The replacement: an ONNX function with as many inputs and outputs."},
+    "weights": {"type": "array", "items": {"type": "string"}, "description": "Match inputs that must be initializers."},
+    "constants": {"type": "array", "items": {"type": "string"}, "description": "Match inputs that must be constants (initializers or Constant outputs)."},
+    "opsets": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2, "description": "[MIN, MAX]: the graphs' ai.onnx versions the rule applies to (default: all)."},
+    "commutative": {"type": "boolean", "description": "Add and Mul match with their inputs in either order (default true)."},
+    "allow_no_match": {"type": "boolean", "description": "This rule matching nothing is fine (default false)."},
+    "description": {"type": "string"}
+  },
+  "required": ["match", "replace"],
+  "additionalProperties": false
+})json");
+
 // The rules of one rules file (a {"rules": [...]} file, or a library rule file
 // with pattern passes, whose allow_no_match makes its rules alternatives).
 void rulesFromFile(std::filesystem::path file, const RuleContext& where, const std::string& pointer, PatternOptions& o) {
@@ -115,20 +133,31 @@ void rulesFromFile(std::filesystem::path file, const RuleContext& where, const s
   if (!std::filesystem::is_regular_file(file, ec)) usageError(at + ": " + file.string() + " is not a regular file");
   if (std::filesystem::file_size(file, ec) > kMaxRulesBytes) usageError(at + ": " + file.string() + " is too large");
   auto j = nlohmann::json::parse(readTextFile(file.string(), "pattern rules file"), nullptr, false);
-  std::vector<std::string> groups;  // per rule
+  std::vector<std::string> groups;   // per rule
+  std::vector<std::string> origins;  // per rule of a library file: its pointer there
   if (j.is_object() && j.contains("passes") && j["passes"].is_array()) {
     nlohmann::json rules = nlohmann::json::array();
     for (size_t k = 0; k < j["passes"].size(); ++k) {
       const auto& p = j["passes"][k];
-      if (!p.is_object() || p.value("pass", "") != "pattern" || !p.contains("rules") || !p["rules"].is_array()) continue;
+      if (!p.is_object() || !p.contains("pass") || p["pass"] != kPatternPass) continue;
+      std::string in = "/passes/" + std::to_string(k);
+      if (auto e = SchemaSet::builtin().validate(p, "passes/" + std::string(kPatternPass) + ".schema.json"))
+        usageError(at + ": " + file.string() + ": " + in + e->pointer + ": " + e->message);
+      if (!p.contains("rules")) continue;
       bool alternatives = p.value("allow_no_match", false);
-      for (const auto& r : p["rules"]) {
-        rules.push_back(r);
-        groups.push_back(alternatives ? file.string() + ": /passes/" + std::to_string(k) : "");
+      for (size_t r = 0; r < p["rules"].size(); ++r) {
+        origins.push_back(in + "/rules/" + std::to_string(r));
+        rules.push_back(p["rules"][r]);
+        groups.push_back(alternatives ? file.string() + ": " + in : "");
       }
     }
     j = {{"rules", rules}};
   }
+  if (j.is_object() && j.contains("rules") && j["rules"].is_array())
+    for (size_t i = 0; i < j["rules"].size(); ++i)
+      if (auto e = SchemaSet::builtin().validateWith(kRuleSchema, j["rules"][i]))
+        usageError(at + ": " + file.string() + ": " + (i < origins.size() ? origins[i] : "/rules/" + std::to_string(i)) +
+                   e->pointer + ": " + e->message);
   if (j.is_discarded() || !j.is_object() || !j.contains("rules") || !j["rules"].is_array() || j["rules"].empty())
     usageError(at + ": " + file.string() + " is not JSON of the form {\"rules\": [{\"match\": ..., \"replace\": ...}, ...]} "
                "(or a rule file with pattern passes)");
@@ -159,23 +188,6 @@ PatternOptions optionsFromJson(const nlohmann::json& entry, const RuleContext& w
     rulesFromFile(files[f], where, pointer + "/rules_file" + (entry["rules_file"].is_string() ? "" : "/" + std::to_string(f)), o);
   return o;
 }
-
-// One rule of "rules" (and of a rules_file): the JSON Schema of its fields.
-const nlohmann::json kRuleSchema = nlohmann::json::parse(R"json({
-  "type": "object",
-  "properties": {
-    "match": {"type": "string", "minLength": 1, "description": "The match graph: an ONNX function (textual syntax)."},
-    "replace": {"type": "string", "minLength": 1, "description": "The replacement: an ONNX function with as many inputs and outputs."},
-    "weights": {"type": "array", "items": {"type": "string"}, "description": "Match inputs that must be initializers."},
-    "constants": {"type": "array", "items": {"type": "string"}, "description": "Match inputs that must be constants (initializers or Constant outputs)."},
-    "opsets": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2, "description": "[MIN, MAX]: the graphs' ai.onnx versions the rule applies to (default: all)."},
-    "commutative": {"type": "boolean", "description": "Add and Mul match with their inputs in either order (default true)."},
-    "allow_no_match": {"type": "boolean", "description": "This rule matching nothing is fine (default false)."},
-    "description": {"type": "string"}
-  },
-  "required": ["match", "replace"],
-  "additionalProperties": false
-})json");
 
 const RegisterPass registration{PassSpec{
     .name = kPatternPass,

@@ -347,6 +347,7 @@ nlohmann::json ipusFromFlags(const std::vector<std::string>& values) {
     if (t.empty()) continue;
     int64_t v = 0;
     auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (ec == std::errc::result_out_of_range) usageError("--ipus '" + t + "': too large for a 64-bit integer");
     if (ec != std::errc() || end != t.data() + t.size() || v < 0)
       usageError("--ipus '" + t + "': expected IPU numbers, e.g. 0,1,1,2");
     ipus.push_back(v);
@@ -370,7 +371,8 @@ const RegisterPass registration{PassSpec{
              .convert = stagesFromFlags},
             {.key = "ipus", .flags = "--ipus", .kind = Kind::List,
              .help = "The IPU of each stage (default: stage i on IPU i); without stages, one IPU for every op",
-             .schema = {{"type", "array"}, {"minItems", 1}, {"items", {{"type", "integer"}, {"minimum", 0}}}},
+             // The largest IPU-POD systems hold 1024 IPUs; more is a typo, not a machine.
+             .schema = {{"type", "array"}, {"minItems", 1}, {"items", {{"type", "integer"}, {"minimum", 0}, {"maximum", 1023}}}},
              .convert = ipusFromFlags},
             {.key = "pipeline", .flags = "--no-pipeline", .kind = Kind::NoFlag,
              .help = "Write __pipeline_stage (--no-pipeline: only __ipu_number, for sharding)",

@@ -15,6 +15,7 @@
 #include "analysis/fold.h"
 #include "analysis/pass.h"
 #include "analysis/selector.h"
+#include "passes/template_check.h"
 
 namespace graphrw::passes {
 
@@ -62,7 +63,8 @@ ReplaceOptions replaceOptionsFromJson(const nlohmann::json& j, const RuleContext
 // "[DOMAIN::]OP[:VERSION]" into the replacement's target. Throws Error(Usage).
 void parseTarget(const std::string& text, Replacement& r);
 // A template's text: ONNX function syntax, `attr = @formal` references allowed.
-onnx::FunctionProto parseTemplate(const std::string& text, const std::string& where);
+onnx::FunctionProto parseTemplate(const std::string& text, const std::string& where,
+                                  TemplateRole role = TemplateRole::Replacement);
 // A constant input from JSON: {"constant": number or (nested) list, "type": "float", "dims": [...]}.
 ReplaceInput constantInput(const nlohmann::json& j, const std::string& where);
 // An inputs list from JSON: integers (the node's input), null (missing), constants.

@@ -10,6 +10,7 @@
 #include "analysis/attributes.h"
 #include "analysis/graphcore_ops.h"
 #include "passes/replace.h"
+#include "passes/template_check.h"
 #include "passes/template_text.h"
 #include "support/error.h"
 #include "support/json_text.h"
@@ -65,7 +66,7 @@ void parseTarget(const std::string& text, Replacement& r) {
   r.opType = std::string(rest);
 }
 
-onnx::FunctionProto parseTemplate(const std::string& text, const std::string& where) {
+onnx::FunctionProto parseTemplate(const std::string& text, const std::string& where, TemplateRole role) {
   // ONNX 1.12's parser has no attribute references: `name = @formal` is read
   // as a marked string and turned into a reference once the op's schema gives its type.
   const std::string marker = "@graphrw-ref@";
@@ -89,7 +90,7 @@ onnx::FunctionProto parseTemplate(const std::string& text, const std::string& wh
   if (fp.name().empty()) usageError(where + ": the template has no name");
   if (fp.domain().empty()) fp.set_domain("graphrw.template");
   std::map<std::string, int64_t> opsets;
-  for (const auto& op : fp.opset_import()) opsets[op.domain()] = op.version();
+  for (const auto& op : fp.opset_import()) opsets[op.domain() == "ai.onnx" ? "" : op.domain()] = op.version();
   for (auto& node : *fp.mutable_node()) {
     for (auto& a : *node.mutable_attribute()) {
       if (a.type() != onnx::AttributeProto::STRING || !a.s().starts_with(marker)) continue;
@@ -99,7 +100,11 @@ onnx::FunctionProto parseTemplate(const std::string& text, const std::string& wh
           std::find(fp.input().begin(), fp.input().end(), formal) == fp.input().end())
         usageError(where + ": template node " + node.op_type() + ": attribute '" + a.name() + "' refers to @" +
                    formal.substr(0, 64) + (formal.size() > 64 ? "..." : "") + ", which the template declares neither as an attribute nor as an input");
-      auto version = opsets.count(node.domain()) ? opsets[node.domain()] : onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(node.domain().empty() ? "" : node.domain()).second;
+      auto imported = opsets.find(node.domain() == "ai.onnx" ? "" : node.domain());
+      if (imported == opsets.end())
+        usageError(where + ": template node " + node.op_type() + ": the template imports no opset for domain '" +
+                   (node.domain().empty() ? "ai.onnx" : node.domain()) + "' (add it to opset_import)");
+      auto version = imported->second;
       const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(version), node.domain());
       auto type = expectedAttributeType(schema, a.name());
       if (!type)
@@ -110,6 +115,7 @@ onnx::FunctionProto parseTemplate(const std::string& text, const std::string& wh
       a.set_ref_attr_name(formal);
     }
   }
+  checkTemplate(fp, role, where, marker);
   return fp;
 }
 

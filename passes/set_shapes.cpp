@@ -234,11 +234,11 @@ const RegisterPass registration{PassSpec{
             {.key = "inputs", .flags = "--input", .kind = Kind::Pairs,
              .help = "An input's whole shape: NAME=D,D,... (repeatable)",
              .schema = {{"type", "object"},
-                        {"additionalProperties", {{"type", "array"}, {"items", {{"type", "integer"}, {"minimum", 0}}}}}},
+                        {"additionalProperties", {{"type", "array"}, {"items", {{"type", "integer"}, {"minimum", 1}}}}}},
              .convert = inputShapes},
             {.key = "dims", .flags = "--dim", .kind = Kind::JsonPairs,
              .help = "A symbolic dimension's (dim_param's) value in every graph input that has it: NAME=N (repeatable)",
-             .schema = {{"type", "object"}, {"additionalProperties", {{"type", "integer"}, {"minimum", 0}}}}},
+             .schema = {{"type", "object"}, {"additionalProperties", {{"type", "integer"}, {"minimum", 1}}}}},
         },
     .examples =
         {

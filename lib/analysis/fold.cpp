@@ -274,9 +274,29 @@ bool isFoldable(const Node& node) {
           isMathOp(node.opType()));
 }
 
-// Long: one short case per foldable op (element-wise ops share a loop), as foldable() lists them.
+namespace {
+
+std::optional<std::vector<HostTensor>> evaluateNode(const Node& n, const std::vector<const HostTensor*>& in,
+                                                    std::string& why, uint64_t maxBytes);
+
+}  // namespace
+
 std::optional<std::vector<HostTensor>> evaluate(const Node& n, const std::vector<const HostTensor*>& in,
                                                 std::string& why, uint64_t maxBytes) {
+  try {
+    return evaluateNode(n, in, why, maxBytes);
+  } catch (const std::bad_alloc&) {
+    // --max-bytes above what the machine has: the node stays, as one too large would.
+    why = n.opType() + ": its result needs more memory than could be allocated";
+    return std::nullopt;
+  }
+}
+
+namespace {
+
+// Long: one short case per foldable op (element-wise ops share a loop), as foldable() lists them.
+std::optional<std::vector<HostTensor>> evaluateNode(const Node& n, const std::vector<const HostTensor*>& in,
+                                                    std::string& why, uint64_t maxBytes) {
   const std::string& op = n.opType();
   auto need = [&](size_t i) -> const HostTensor& {
     if (i >= in.size() || !in[i]) badInput(op + ": input " + std::to_string(i) + " is missing");
@@ -457,5 +477,7 @@ std::optional<std::vector<HostTensor>> evaluate(const Node& n, const std::vector
   why = op + " is not folded";
   return std::nullopt;
 }
+
+}  // namespace
 
 }  // namespace graphrw

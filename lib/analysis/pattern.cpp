@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <map>
 #include <set>
@@ -250,17 +251,44 @@ onnx::AttributeProto Pattern::attributeFromConstant(const std::string& formal, i
   auto values = t ? numbers(*t) : std::nullopt;
   if (!values || values->empty())
     usageError(where_ + ": input '" + formal + "' gives an attribute but is not a numeric constant");
+  // The value as the attribute holds it, exactly, or an error naming the constant: a NaN or 1e30 is no INT.
+  const Value* bound = b.values.at(formal);
+  auto fail = [&](const std::string& why) -> void {
+    usageError(where_ + ": input '" + formal + "' (value '" + bound->name() + "' of the model) " + why);
+  };
+  auto shown = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.9g", v);
+    return std::string(text);
+  };
+  bool integerTensor = t->type == onnx::TensorProto::INT64 || t->type == onnx::TensorProto::INT32;
+  std::vector<int64_t> ints = integerTensor ? t->asInts() : std::vector<int64_t>{};
+  auto toInt = [&](size_t i) {
+    if (integerTensor) return ints[i];
+    double v = (*values)[i];
+    if (!std::isfinite(v) || std::trunc(v) != v || std::fabs(v) >= 9.2e18)
+      fail("holds " + shown(v) + ", not an integer an INT attribute can hold");
+    return static_cast<int64_t>(v);
+  };
+  auto toFloat = [&](size_t i) {
+    double v = (*values)[i];
+    if (std::isfinite(v) && std::fabs(v) > static_cast<double>(std::numeric_limits<float>::max()))
+      fail("holds " + shown(v) + ", too large for a FLOAT attribute");
+    return static_cast<float>(v);
+  };
+  if ((type == onnx::AttributeProto::FLOAT || type == onnx::AttributeProto::INT) && values->size() != 1)
+    fail("holds " + std::to_string(values->size()) + " values; a " + ir::attributeTypeName(type) + " attribute takes one");
   onnx::AttributeProto a;
   a.set_name(formal);
   a.set_type(static_cast<onnx::AttributeProto_AttributeType>(type));
   switch (type) {
-    case onnx::AttributeProto::FLOAT: a.set_f(static_cast<float>(values->front())); break;
-    case onnx::AttributeProto::INT: a.set_i(static_cast<int64_t>(values->front())); break;
+    case onnx::AttributeProto::FLOAT: a.set_f(toFloat(0)); break;
+    case onnx::AttributeProto::INT: a.set_i(toInt(0)); break;
     case onnx::AttributeProto::FLOATS:
-      for (double v : *values) a.add_floats(static_cast<float>(v));
+      for (size_t i = 0; i < values->size(); ++i) a.add_floats(toFloat(i));
       break;
     case onnx::AttributeProto::INTS:
-      for (double v : *values) a.add_ints(static_cast<int64_t>(v));
+      for (size_t i = 0; i < values->size(); ++i) a.add_ints(toInt(i));
       break;
     default: usageError(where_ + ": input '" + formal + "' cannot give an attribute of this type");
   }

@@ -102,6 +102,8 @@ json optionJson(const OptionSpec& o, const std::vector<std::string>& values) {
       for (const auto& t : values) {
         auto eq = t.find('=');
         if (eq == std::string::npos || eq == 0) usageError(flag + " '" + t + "': expected NAME=VALUE");
+        if (object.contains(t.substr(0, eq)))
+          usageError(flag + " '" + t + "': '" + t.substr(0, eq) + "' is given twice");
         object[t.substr(0, eq)] = pair(flag, t, o.kind == Kind::JsonPairs);
       }
       return object;

@@ -1,6 +1,6 @@
 #include "driver/rules.h"
 
-#include "driver/json_schema.h"
+#include "analysis/json_schema.h"
 #include "support/error.h"
 #include "support/text_file.h"
 
@@ -110,8 +110,9 @@ std::string describeValue(const json& s) {
   std::string type = s.value("type", "");
   if (type == "integer" || type == "number") {
     std::string out = type;
-    if (s.contains("minimum")) out += " >= " + s["minimum"].dump();
-    if (s.contains("maximum")) out += " <= " + s["maximum"].dump();
+    if (s.contains("minimum") && s.contains("maximum")) out += " " + s["minimum"].dump() + ".." + s["maximum"].dump();
+    else if (s.contains("minimum")) out += " >= " + s["minimum"].dump();
+    else if (s.contains("maximum")) out += " <= " + s["maximum"].dump();
     return out;
   }
   if (type == "array") return "list of " + describeValue(s.value("items", json::object()));

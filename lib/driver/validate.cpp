@@ -67,6 +67,22 @@ void inferStrict(onnx::ModelProto& proto) {
   onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), options);
 }
 
+// Tensors whose data disagrees with their dims (ONNX Runtime refuses them; ONNX 1.12's checker does not look).
+void checkTensorData(const onnx::GraphProto& g, const std::string& where, std::vector<ValidationFinding>& findings) {
+  for (const auto& t : g.initializer())
+    if (auto problem = tensorDataProblem(t)) findings.push_back({"checker", where, "initializer '" + t.name() + "': " + *problem});
+  for (const auto& n : g.node())
+    for (const auto& a : n.attribute()) {
+      std::string at = "node '" + n.name() + "' (" + n.op_type() + ") attribute '" + a.name() + "'";
+      if (a.has_t())
+        if (auto problem = tensorDataProblem(a.t())) findings.push_back({"checker", where, at + ": " + *problem});
+      for (const auto& t : a.tensors())
+        if (auto problem = tensorDataProblem(t)) findings.push_back({"checker", where, at + ": " + *problem});
+      if (a.has_g()) checkTensorData(a.g(), where + " > " + at, findings);
+      for (const auto& sub : a.graphs()) checkTensorData(sub, where + " > " + at, findings);
+    }
+}
+
 }  // namespace
 
 
@@ -103,6 +119,12 @@ std::vector<ValidationFinding> validateModel(Model& model) {
         findings.push_back({"shape-inference", "model", first});
       }
     }
+  }
+  checkTensorData(proto.graph(), "graph '" + proto.graph().name() + "'", findings);
+  for (const auto& f : proto.functions()) {
+    onnx::GraphProto body;
+    *body.mutable_node() = f.node();
+    checkTensorData(body, "function " + f.domain() + "::" + f.name(), findings);
   }
   for (auto& f : verify(model)) findings.push_back({"verifier", f.where, f.message});
   std::function<void(Graph&, const std::string&)> popartCheck = [&](Graph& g, const std::string& where) {

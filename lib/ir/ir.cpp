@@ -377,6 +377,49 @@ size_t elementSize(int32_t t) {
   }
 }
 
+std::optional<std::string> tensorDataProblem(const onnx::TensorProto& t) {
+  using T = onnx::TensorProto;
+  if (t.data_location() == T::EXTERNAL) return std::nullopt;
+  uint64_t count = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0) return "dimension " + std::to_string(d) + " is negative";
+    if (d != 0 && count > static_cast<uint64_t>(INT64_MAX) / static_cast<uint64_t>(d))
+      return "its dims hold more than 2^63 elements";
+    count *= static_cast<uint64_t>(d);
+  }
+  uint64_t held = 0;
+  std::string field;
+  if (t.has_raw_data()) {
+    size_t size = elementSize(t.data_type());
+    if (size == 0) return std::nullopt;  // strings have no raw form; ONNX's checker names that
+    if (t.raw_data().size() % size != 0)
+      return "raw_data holds " + std::to_string(t.raw_data().size()) + " bytes, not a whole number of " +
+             dataTypeName(t.data_type()) + " elements";
+    held = t.raw_data().size() / size;
+    field = "raw_data";
+  } else {
+    switch (t.data_type()) {
+      case T::FLOAT: held = static_cast<uint64_t>(t.float_data_size()); field = "float_data"; break;
+      case T::COMPLEX64: held = static_cast<uint64_t>(t.float_data_size()) / 2; field = "float_data"; break;
+      case T::DOUBLE: held = static_cast<uint64_t>(t.double_data_size()); field = "double_data"; break;
+      case T::COMPLEX128: held = static_cast<uint64_t>(t.double_data_size()) / 2; field = "double_data"; break;
+      case T::INT64: held = static_cast<uint64_t>(t.int64_data_size()); field = "int64_data"; break;
+      case T::UINT32: case T::UINT64: held = static_cast<uint64_t>(t.uint64_data_size()); field = "uint64_data"; break;
+      case T::STRING: held = static_cast<uint64_t>(t.string_data_size()); field = "string_data"; break;
+      case T::INT32: case T::INT16: case T::INT8: case T::UINT16: case T::UINT8: case T::BOOL: case T::FLOAT16:
+      case T::BFLOAT16: held = static_cast<uint64_t>(t.int32_data_size()); field = "int32_data"; break;
+      default: return std::nullopt;
+    }
+  }
+  if (held == count) return std::nullopt;
+  return field + " holds " + std::to_string(held) + " element" + (held == 1 ? "" : "s") + ", its dims [" +
+         [&] {
+           std::string d;
+           for (int64_t x : t.dims()) d += (d.empty() ? "" : ",") + std::to_string(x);
+           return d;
+         }() + "] say " + std::to_string(count);
+}
+
 const char* dataTypeName(int32_t t) {
   static const char* names[] = {"undefined", "float", "uint8",  "int8",   "uint16",    "int16",
                                 "int32",     "int64", "string", "bool",   "float16",   "double",

@@ -449,6 +449,11 @@ bool isDefaultDomain(std::string_view domain);
 // The element size in bytes of an ONNX data type (0 for STRING / unknown).
 size_t elementSize(int32_t dataType);
 const char* dataTypeName(int32_t dataType);
+// Why a tensor's data cannot be what its dims say (the element count of
+// raw_data or of the typed field its type uses differs from the product of
+// the dims, a negative dimension, a product past 2^63); nothing when they
+// agree or the data is external. ONNX 1.12's checker does not look.
+std::optional<std::string> tensorDataProblem(const onnx::TensorProto& t);
 std::string attributeTypeName(int type);
 // The inverse of attributeTypeName ("FLOAT" -> FLOAT); nothing for an unknown name.
 std::optional<onnx::AttributeProto_AttributeType> attributeTypeFromName(std::string_view name);

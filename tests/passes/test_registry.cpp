@@ -18,7 +18,7 @@
 #include <sstream>
 
 #include "analysis/pass.h"
-#include "driver/json_schema.h"
+#include "analysis/json_schema.h"
 #include "driver/rules.h"
 #include "support.h"
 

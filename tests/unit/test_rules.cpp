@@ -3,7 +3,7 @@
 #include <set>
 #include <nlohmann/json.hpp>
 
-#include "driver/json_schema.h"
+#include "analysis/json_schema.h"
 #include "driver/rules.h"
 #include "passes/expand.h"
 #include "support.h"

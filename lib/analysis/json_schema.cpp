@@ -1,6 +1,7 @@
-#include "driver/json_schema.h"
+#include "analysis/json_schema.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <regex>
 #include <stdexcept>
@@ -143,6 +144,11 @@ std::optional<SchemaError> SchemaSet::check(const json& schema, const std::strin
     if (!ok) {
       std::string want;
       for (const auto& x : types) want += (want.empty() ? "" : " or ") + x;
+      // 99999999999999999999 parses as a float: name the real problem.
+      if (inst.is_number_float() && std::find(types.begin(), types.end(), "integer") != types.end() &&
+          std::isfinite(inst.get<double>()) && std::trunc(inst.get<double>()) == inst.get<double>() &&
+          std::fabs(inst.get<double>()) >= 9.2e18)
+        return SchemaError{pointer, "is too large for a 64-bit integer"};
       std::string article = (want[0] == 'a' || want[0] == 'i' || want[0] == 'o') ? "an " : "a ";
       return SchemaError{pointer, "must be " + article + want + ", not " + typeOf(inst)};
     }
@@ -196,6 +202,11 @@ std::optional<SchemaError> SchemaSet::check(const json& schema, const std::strin
       for (const auto& [k, sub] : props->items())
         if (inst.contains(k))
           if (auto e = check(sub, doc, inst[k], pointer + "/" + escapePointerToken(k))) return e;
+    // A map's values: every key not named under properties meets the value schema.
+    if (auto ap = schema.find("additionalProperties"); ap != schema.end() && ap->is_object())
+      for (const auto& [k, v] : inst.items())
+        if (!props || !props->contains(k))
+          if (auto e = check(*ap, doc, v, pointer + "/" + escapePointerToken(k))) return e;
   }
   if (inst.is_array()) {
     if (auto mi = schema.find("minItems"); mi != schema.end() && inst.size() < mi->get<size_t>())

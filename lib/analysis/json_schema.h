@@ -33,6 +33,10 @@ class SchemaSet {
   // The first error of `instance` against the schema at `path` (+ `fragment`, a JSON pointer).
   std::optional<SchemaError> validate(const nlohmann::json& instance, const std::string& path,
                                       const std::string& fragment = "") const;
+  // The first error of `instance` against a schema given inline (one without $ref).
+  std::optional<SchemaError> validateWith(const nlohmann::json& schema, const nlohmann::json& instance) const {
+    return check(schema, "", instance, "");
+  }
   // A schema document as added.
   const nlohmann::json& document(const std::string& path) const { return docs_.at(path); }
   // A schema with every document it refers to, as one self-contained document.
