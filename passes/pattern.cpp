@@ -50,7 +50,7 @@ class PatternPass final : public Pass {
         auto onnxVersion = scope.count("") ? scope.at("") : scope.count("ai.onnx") ? scope.at("ai.onnx") : 0;
         if (onnxVersion && (onnxVersion < options_.rules[r].minOpset || onnxVersion > options_.rules[r].maxOpset)) continue;
         ++applicable;
-        auto matches = p.find(*g, taken[g]);
+        auto matches = p.find(*g, taken[g], options_.maxMatchSteps);
         // What was matched, for --dry-run: the node producing each match's first output.
         for (const auto& m : matches) at.push_back(nodeLabel(*p.anchor(m)));
         count += matches.size();
@@ -176,6 +176,7 @@ PatternOptions optionsFromJson(const nlohmann::json& entry, const RuleContext& w
   PatternOptions o;
   o.allowNoMatch = entry.at("allow_no_match").get<bool>();
   o.fold = entry.at("fold").get<bool>();
+  o.maxMatchSteps = entry.at("max_match_steps").get<uint64_t>();
   if (entry.contains("rules")) {
     for (size_t i = 0; i < entry["rules"].size(); ++i)
       o.rules.push_back(ruleFromJson(entry["rules"][i], where.at(pointer + "/rules/" + std::to_string(i))));
@@ -214,6 +215,11 @@ const RegisterPass registration{PassSpec{
              .help = "Fold replacement ops that compute only from weights and constants into initializers "
                      "(--no-fold: keep them as ops)",
              .schema = {{"type", "boolean"}}, .defaultValue = true},
+            {.key = "max_match_steps", .flags = "--max-match-steps", .kind = Kind::Integer,
+             .help = "The steps (a match node tried on a model node) one match attempt may take before the pass "
+                     "stops with exit 5; tried pairs and failures are remembered, so only a rule ambiguous in the "
+                     "model's structure comes near it",
+             .schema = {{"type", "integer"}, {"minimum", 1}}, .defaultValue = kDefaultMaxMatchSteps},
         },
     .defs = {{"rule", kRuleSchema}},
     .constraints = {{"oneOf", {{{"required", {"rules"}}}, {{"required", {"rules_file"}}}}}},

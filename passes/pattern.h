@@ -35,6 +35,7 @@ struct PatternOptions {
   std::vector<PatternRule> rules;
   bool allowNoMatch = optionDefaultAs<bool>(kPatternPass, "allow_no_match");  // a rule matching nothing is a warning
   bool fold = optionDefaultAs<bool>(kPatternPass, "fold");  // fold replacement ops on weights into initializers
+  uint64_t maxMatchSteps = optionDefaultAs<uint64_t>(kPatternPass, "max_match_steps");  // per match attempt
 };
 
 std::unique_ptr<Pass> createPatternPass(PatternOptions options);

@@ -11,6 +11,7 @@
 
 #include "analysis/fold.h"
 #include "analysis/opsets.h"
+#include "analysis/pattern_detail.h"
 #include "analysis/popart.h"
 #include "ir/builder.h"
 #include "ir/inliner.h"
@@ -20,18 +21,13 @@ namespace graphrw {
 
 using namespace ir;
 
-namespace {
+namespace pattern_detail {
 
 bool sameDomain(const std::string& a, const std::string& b) {
   auto norm = [](const std::string& d) { return d == "ai.onnx" ? std::string() : d; };
   return norm(a) == norm(b);
 }
 
-bool commutative(const std::string& domain, const std::string& op) {
-  return sameDomain(domain, "") && (op == "Add" || op == "Mul");
-}
-
-// The elements as doubles, for the numeric types constants come in.
 std::optional<std::vector<double>> numbers(const HostTensor& t) {
   std::vector<double> out;
   size_t n = static_cast<size_t>(t.count());
@@ -57,7 +53,7 @@ std::optional<std::vector<double>> numbers(const HostTensor& t) {
   return out;
 }
 
-// Whether the graph's constant `t` is the pattern's constant `p`: same
+// Same
 // element type, same values to a relative 1e-6; one element matches one
 // element whatever the shapes ([] and [1]).
 bool sameConstant(const HostTensor& p, const HostTensor& t) {
@@ -73,7 +69,10 @@ bool sameConstant(const HostTensor& p, const HostTensor& t) {
   return true;
 }
 
-}  // namespace
+}  // namespace pattern_detail
+
+using pattern_detail::numbers;
+using pattern_detail::sameDomain;
 
 Pattern::Pattern(onnx::FunctionProto match, onnx::FunctionProto replacement, std::string where,
                  PatternConstraints constraints)
@@ -106,106 +105,52 @@ Pattern::Pattern(onnx::FunctionProto match, onnx::FunctionProto replacement, std
       if (o == match_.output(0)) anchor_ = i;
   if (anchor_ < 0) usageError(where_ + ": the match's output '" + match_.output(0) + "' is not produced by a node");
   if (match_.node(anchor_).op_type() == "Constant") usageError(where_ + ": the match's output is a Constant");
+  if (match_.node_size() > kMaxMatchNodes)
+    usageError(where_ + ": the match has " + std::to_string(match_.node_size()) + " nodes; at most " +
+               std::to_string(kMaxMatchNodes) + " are supported");
+  compile();
+}
+
+// The match graph as indices: what each node input reads (a formal, a
+// Constant node, an output of another node), attributes serialised once.
+void Pattern::compile() {
+  compiled_ = std::make_unique<pattern_detail::CompiledPattern>();
+  auto& c = *compiled_;
+  c.anchor = anchor_;
+  c.formals.assign(match_.input().begin(), match_.input().end());
+  std::map<std::string, pattern_detail::Ref> refs;
+  for (int f = 0; f < match_.input_size(); ++f) refs.emplace(match_.input(f), pattern_detail::Ref{pattern_detail::Ref::Formal, f});
+  for (int q = 0; q < match_.node_size(); ++q) {
+    const auto& pn = match_.node(q);
+    bool constant = pn.op_type() == "Constant" && sameDomain(pn.domain(), "");
+    for (int k = 0; k < pn.output_size(); ++k)
+      refs.emplace(pn.output(k), constant ? pattern_detail::Ref{pattern_detail::Ref::Constant, q}
+                                          : pattern_detail::Ref{pattern_detail::Ref::Output, q, k});
+  }
+  for (int q = 0; q < match_.node_size(); ++q) {
+    const auto& pn = match_.node(q);
+    pattern_detail::CompiledNode n;
+    n.op = pn.op_type();
+    n.domain = pn.domain();
+    n.outputs = static_cast<size_t>(pn.output_size());
+    n.constant = pn.op_type() == "Constant" && sameDomain(pn.domain(), "");
+    n.commutative = constraints_.commutative && sameDomain(pn.domain(), "") && (n.op == "Add" || n.op == "Mul") &&
+                    pn.input_size() == 2;
+    for (const auto& a : pn.attribute()) {
+      n.attributes.emplace_back(a.name(), a.SerializeAsString());
+      if (n.constant && a.name() == "value") n.value = readTensor(Tensor(a.t()));
+    }
+    for (const auto& in : pn.input()) {
+      auto it = refs.find(in);
+      n.inputs.push_back(in.empty() ? pattern_detail::Ref{pattern_detail::Ref::Empty}
+                                    : it == refs.end() ? pattern_detail::Ref{} : it->second);
+    }
+    c.nodes.push_back(std::move(n));
+  }
 }
 
 Pattern::~Pattern() = default;
 Pattern::Pattern(Pattern&&) noexcept = default;
-
-bool Pattern::matchInput(const std::string& pv, Value* value, PatternMatch& b) const {
-  if (!value) return pv.empty();
-  for (const auto& formal : match_.input())
-    if (formal == pv) {
-      auto [it, fresh] = b.values.emplace(pv, value);
-      return fresh || it->second == value;
-    }
-  for (int q = 0; q < match_.node_size(); ++q) {
-    const auto& qn = match_.node(q);
-    for (int k = 0; k < qn.output_size(); ++k) {
-      if (qn.output(k) != pv) continue;
-      if (qn.op_type() == "Constant" && sameDomain(qn.domain(), "")) {
-        const onnx::AttributeProto* a = nullptr;
-        for (const auto& x : qn.attribute())
-          if (x.name() == "value") a = &x;
-        if (!a) return false;
-        auto have = constantOf(value);
-        if (!have) return false;
-        HostTensor want = readTensor(Tensor(a->t()));
-        return sameConstant(want, *have);
-      }
-      Node* producer = value->producer();
-      if (!producer || producer->output(static_cast<size_t>(k)) != value) return false;
-      return matchNode(q, producer, b);
-    }
-  }
-  return false;
-}
-
-bool Pattern::matchNode(int p, Node* node, PatternMatch& b) const {
-  if (auto it = b.nodes.find(p); it != b.nodes.end()) return it->second == node;
-  if (b.used.count(node) || (b.taken && b.taken->count(node))) return false;
-  const auto& pn = match_.node(p);
-  if (pn.op_type() != node->opType() || !sameDomain(pn.domain(), node->domain())) return false;
-  if (static_cast<size_t>(pn.input_size()) != node->inputs().size()) return false;
-  if (static_cast<size_t>(pn.output_size()) > node->outputs().size()) return false;
-  if (!node->subgraphs().empty()) return false;
-  for (const auto& a : pn.attribute()) {
-    const Attribute* have = node->attribute(a.name());
-    if (!have || have->proto.SerializeAsString() != a.SerializeAsString()) return false;
-  }
-  b.nodes[p] = node;
-  b.used.insert(node);
-  for (int k = 0; k < pn.output_size(); ++k) b.values[pn.output(k)] = node->output(static_cast<size_t>(k));
-  auto tryOrder = [&](const std::vector<size_t>& order) {
-    PatternMatch saved = b;
-    for (size_t i = 0; i < order.size(); ++i)
-      if (!matchInput(pn.input(static_cast<int>(i)), node->input(order[i]), b)) {
-        b = std::move(saved);
-        return false;
-      }
-    return true;
-  };
-  std::vector<size_t> order(node->inputs().size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  if (tryOrder(order)) return true;
-  if (constraints_.commutative && commutative(pn.domain(), pn.op_type()) && order.size() == 2 && tryOrder({1, 0}))
-    return true;
-  b.nodes.erase(p);
-  b.used.erase(node);
-  for (int k = 0; k < pn.output_size(); ++k) b.values.erase(pn.output(k));
-  return false;
-}
-
-// Pattern nodes the anchor does not reach (the other outputs of a
-// multi-output match, e.g. k and v beside q) are looked for forward: an
-// unbound pattern node reading a bound pattern value is tried on each reader
-// of that value with its op type, with backtracking.
-bool Pattern::matchRest(PatternMatch& b) const {
-  for (int i = 0; i < match_.node_size(); ++i) {
-    const auto& pn = match_.node(i);
-    if (b.nodes.count(i) || (pn.op_type() == "Constant" && sameDomain(pn.domain(), ""))) continue;
-    for (int k = 0; k < pn.input_size(); ++k) {
-      auto bound = b.values.find(pn.input(k));
-      if (bound == b.values.end() || !bound->second) continue;
-      std::vector<Node*> candidates;
-      for (const Use& u : bound->second->uses())
-        if (u.node->opType() == pn.op_type() && !b.used.count(u.node) && !(b.taken && b.taken->count(u.node)) &&
-            std::find(candidates.begin(), candidates.end(), u.node) == candidates.end())
-          candidates.push_back(u.node);
-      for (Node* c : candidates) {
-        PatternMatch saved = b;
-        if (matchNode(i, c, b) && matchRest(b)) return true;
-        b = std::move(saved);
-      }
-      return false;  // this node reads a bound value but no reader matches
-    }
-  }
-  // Every node is bound, or the unbound ones read nothing bound (not connected: unsupported).
-  for (int i = 0; i < match_.node_size(); ++i) {
-    const auto& pn = match_.node(i);
-    if (!b.nodes.count(i) && !(pn.op_type() == "Constant" && sameDomain(pn.domain(), ""))) return false;
-  }
-  return true;
-}
 
 bool Pattern::complete(PatternMatch& b) const {
   std::set<std::string> outputs(match_.output().begin(), match_.output().end());
@@ -227,9 +172,12 @@ bool Pattern::complete(PatternMatch& b) const {
   }
   for (const auto& c : constraints_.constants)
     if (!constantOf(b.values[c])) return false;
-  // Values between matched nodes are read by matched nodes only.
+  // Values between matched nodes are read by matched nodes only, and no
+  // input of the match is made inside it (the replacement could not read it).
   std::unordered_set<const Node*> members;
   for (const auto& [_, m] : b.nodes) members.insert(m);
+  for (const auto& formal : match_.input())
+    if (const Node* p = b.values[formal]->producer(); p && members.count(p)) return false;
   for (const auto& [p, m] : b.nodes) {
     for (int k = 0; k < match_.node(p).output_size(); ++k) {
       if (outputs.count(match_.node(p).output(k))) continue;
@@ -295,24 +243,9 @@ onnx::AttributeProto Pattern::attributeFromConstant(const std::string& formal, i
   return a;
 }
 
-std::vector<PatternMatch> Pattern::find(Graph& g, std::unordered_set<const Node*>& taken) const {
-  const auto& anchor = match_.node(anchor_);
-  std::vector<PatternMatch> matches;
-  for (const auto& np : g.nodes()) {
-    Node* n = np.get();
-    if (n->opType() != anchor.op_type() || taken.count(n)) continue;
-    PatternMatch b;
-    b.taken = &taken;
-    if (!matchNode(anchor_, n, b) || !matchRest(b) || !complete(b)) continue;
-    for (const auto& [_, m] : b.nodes) taken.insert(m);
-    matches.push_back(std::move(b));
-  }
-  return matches;
-}
-
-size_t Pattern::rewrite(Model& model, Rewriter& rw, Graph& g) const {
+size_t Pattern::rewrite(Model& model, Rewriter& rw, Graph& g, uint64_t maxSteps) const {
   std::unordered_set<const Node*> taken;
-  auto matches = find(g, taken);
+  auto matches = find(g, taken, maxSteps);
   apply(model, rw, g, matches);
   return matches.size();
 }

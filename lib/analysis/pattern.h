@@ -13,6 +13,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <set>
@@ -24,6 +25,16 @@
 #include "ir/rewriter.h"
 
 namespace graphrw {
+
+namespace pattern_detail {
+struct CompiledPattern;
+}
+
+// The budget of one match attempt (a step: a pattern node tried on a graph
+// node), beyond which find() stops with Error(Unsupported).
+inline constexpr uint64_t kDefaultMaxMatchSteps = 100000;
+// The largest match graph: the search recurses along it.
+inline constexpr int kMaxMatchNodes = 2000;
 
 struct PatternConstraints {
   std::vector<std::string> weights;    // match inputs that must be initializers (not graph inputs), maybe through Identity
@@ -42,8 +53,8 @@ struct PatternMatch {
 class Pattern {
  public:
   // Throws Error(Usage) prefixed with `where` when the match is not usable
-  // (no node, an output not produced by a node, arities that differ, a
-  // constraint naming no input).
+  // (no node, more than kMaxMatchNodes, an output not produced by a node,
+  // arities that differ, a constraint naming no input).
   Pattern(onnx::FunctionProto match, onnx::FunctionProto replacement, std::string where,
           PatternConstraints constraints = {});
   ~Pattern();
@@ -57,16 +68,16 @@ class Pattern {
   // The matches in `g` (not its subgraphs): complete, non-overlapping, in
   // graph order of the node producing the first output. `taken`: nodes other
   // patterns matched already, left alone (and extended with these matches').
-  std::vector<PatternMatch> find(ir::Graph& g, std::unordered_set<const ir::Node*>& taken) const;
+  // Each match attempt may take `maxSteps` steps (then Error(Unsupported)).
+  std::vector<PatternMatch> find(ir::Graph& g, std::unordered_set<const ir::Node*>& taken,
+                                 uint64_t maxSteps = kDefaultMaxMatchSteps) const;
   // Replaces the matches; returns the nodes the replacements created.
   std::vector<ir::Node*> apply(ir::Model& model, ir::Rewriter& rw, ir::Graph& g, std::vector<PatternMatch>& matches) const;
   // find + apply; returns how many matches.
-  size_t rewrite(ir::Model& model, ir::Rewriter& rw, ir::Graph& g) const;
+  size_t rewrite(ir::Model& model, ir::Rewriter& rw, ir::Graph& g, uint64_t maxSteps = kDefaultMaxMatchSteps) const;
 
  private:
-  bool matchNode(int patternNode, ir::Node* node, PatternMatch& b) const;
-  bool matchInput(const std::string& patternValue, ir::Value* value, PatternMatch& b) const;
-  bool matchRest(PatternMatch& b) const;
+  void compile();
   bool complete(PatternMatch& b) const;
   onnx::AttributeProto attributeFromConstant(const std::string& formal, int type, PatternMatch& b) const;
 
@@ -75,6 +86,7 @@ class Pattern {
   PatternConstraints constraints_;
   int anchor_ = -1;  // the node producing the match's first output
   std::map<std::string, int> attributeRefs_;  // match input -> attribute type, for `attr = @input` in the replacement
+  std::unique_ptr<pattern_detail::CompiledPattern> compiled_;
 };
 
 }  // namespace graphrw
