@@ -5,6 +5,8 @@
 #include <limits>
 #include <numeric>
 
+#include <unistd.h>
+
 #include "analysis/fold_internal.h"
 #include "support/error.h"
 
@@ -281,10 +283,24 @@ std::optional<std::vector<HostTensor>> evaluateNode(const Node& n, const std::ve
 
 }  // namespace
 
+namespace {
+
+// The machine's physical memory: no result larger than it is attempted, whatever
+// --max-bytes allows (an allocation that large would fail, or abort under ASan).
+uint64_t machineMemory() {
+  static const uint64_t bytes = [] {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(size) : UINT64_MAX;
+  }();
+  return bytes;
+}
+
+}  // namespace
+
 std::optional<std::vector<HostTensor>> evaluate(const Node& n, const std::vector<const HostTensor*>& in,
                                                 std::string& why, uint64_t maxBytes) {
   try {
-    return evaluateNode(n, in, why, maxBytes);
+    return evaluateNode(n, in, why, std::min(maxBytes, machineMemory()));
   } catch (const std::bad_alloc&) {
     // --max-bytes above what the machine has: the node stays, as one too large would.
     why = n.opType() + ": its result needs more memory than could be allocated";

@@ -278,7 +278,7 @@ g (float[b, 4] x) => (float[b, 4] y, int64[3] zs) <int64[3] s = {1048576, 104857
   auto ipus = runChecked("place " + q(m) + " --ipus 9223372036854775807 -o " + q(out), out);
   CHECK(ipus.status == 2);
   CHECK_THAT(ipus.err, Catch::Contains("must be at most 1023"));
-  // 4 TiB of zeros allowed by --max-bytes: the allocation fails and the node stays.
+  // 4 PiB of zeros allowed by --max-bytes: more than the machine has, so the node stays.
   auto fold = runChecked("fold " + q(m) + " --max-bytes 9223372036854775807 -o " + q(out), out);
   CHECK(fold.status == 0);
 }
