@@ -414,7 +414,7 @@ const RegisterPass registration{PassSpec{
                           {{"type", "array"}, {"items", {{"type", "string"}, {"minLength", 1}}}, {"minItems", 1}}}}},
              .convert = schemaOpsJson},
             {.key = "convert_opset", .flags = "--convert-opset", .kind = Kind::Flag,
-             .help = "Convert bodies whose ai.onnx version differs with ONNX's version converter",
+             .help = "Convert bodies whose ai.onnx version differs, as the opset pass converts",
              .schema = {{"type", "boolean"}}, .defaultValue = false},
             {.key = "allow_no_match", .flags = "--allow-no-match", .kind = Kind::Flag,
              .help = "A selector matching nothing is a warning, not an error",

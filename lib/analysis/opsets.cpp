@@ -46,7 +46,24 @@ std::map<std::string, int64_t> scopeOpsets(const Model& model, const Graph& grap
   return model.opsetImports();
 }
 
+namespace {
+FunctionConverter& registeredConverter() {
+  static FunctionConverter converter = nullptr;
+  return converter;
+}
+}  // namespace
+
+void setFunctionConverter(FunctionConverter converter) { registeredConverter() = converter; }
+
 std::unique_ptr<Function> convertFunction(Model& model, const Function& function, int64_t from, int64_t to) {
+  if (FunctionConverter converter = registeredConverter()) {
+    try {
+      return converter(model, function, from, to);
+    } catch (const Error& e) {
+      fail(e.code(), "function " + function.key().str() + ": converting it from ai.onnx " + std::to_string(from) +
+                         " to " + std::to_string(to) + " failed: " + e.what());
+    }
+  }
   onnx::FunctionProto fp = functionToProto(function);
   onnx::ModelProto mp;
   mp.set_ir_version(model.irVersion() > 0 ? model.irVersion() : 8);

@@ -44,7 +44,12 @@ size_t callDepth(const ir::Model& model);
 std::vector<std::string> pruneUnused(ir::Rewriter& rw, const ModelUsage& before);
 
 // A copy of `function` whose ai.onnx ops are converted from version `from` to
-// `to` by ONNX's version converter. Throws Error(BadInput) naming the function.
+// `to`: by the converter set below (the opset pass registers its own, which
+// knows forms ONNX's converter crashes on), else by ONNX's version converter.
+// Throws Error naming the function.
 std::unique_ptr<ir::Function> convertFunction(ir::Model& model, const ir::Function& function, int64_t from, int64_t to);
+using FunctionConverter = std::unique_ptr<ir::Function> (*)(ir::Model& model, const ir::Function& function, int64_t from,
+                                                             int64_t to);
+void setFunctionConverter(FunctionConverter converter);
 
 }  // namespace graphrw

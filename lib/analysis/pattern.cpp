@@ -256,9 +256,9 @@ std::vector<Node*> Pattern::apply(Model& model, Rewriter& rw, Graph& g, std::vec
   std::vector<Node*> created;
   if (matches.empty()) return created;
   // The replacement's ops must mean the same at the version the graph
-  // imports: a body written for another ai.onnx version is converted (ONNX's
-  // version converter) when its ops differ between the two. Attributes taken
-  // from matched constants are written into the body first (one body per
+  // imports: a body written for another ai.onnx version is converted
+  // (convertFunction: the opset pass's conversion) when its ops differ
+  // between the two. Attributes taken from matched constants are written into the body first (one body per
   // distinct set of values), so the conversion sees plain attributes.
   auto scope = scopeOpsets(model, g);
   for (const auto& op : replacement_.opset_import())

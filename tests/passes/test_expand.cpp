@@ -221,6 +221,33 @@ main (float[2,3] X) => (float[2,1] Y) {
 )");
     checkSameMaths(reference, *model);
   }
+  SECTION("--convert-opset goes down through graphrw's adapters (ONNX's converter crashes on Split-13 without split)") {
+    auto split = test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 11, "f" : 1]>
+main (float[4,2] X) => (float[4,2] Y) {
+  Y = f.Swap (X)
+}
+<domain: "f", opset_import: ["" : 14]>
+Swap (x) => (y) {
+  a, b = Split <axis = 0> (x)
+  y = Concat <axis = 0> (b, a)
+}
+)");
+    passes::ExpandOptions options;
+    options.convertOpset = true;
+    auto model = runExpand(split, options);
+    REQUIRE(model->graph().nodes().size() == 2);
+    CHECK(model->graph().nodes().front()->inputs().size() == 1);  // Split-11: one input
+    checkValid(*model);
+    auto reference = test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 11]>
+main (float[4,2] X) => (float[4,2] Y) {
+  a, b = Split <axis = 0> (X)
+  Y = Concat <axis = 0> (b, a)
+}
+)");
+    checkSameMaths(reference, *model);
+  }
 }
 
 TEST_CASE("expand carries the function's value_info, renamed", "[expand]") {

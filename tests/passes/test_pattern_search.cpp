@@ -126,3 +126,23 @@ TEST_CASE("pattern search: the step budget ends an attempt with exit 5 naming th
   runPass(model, passes::createPatternPass(rule(doublingMatch(12), doublingReplace(12), 1000)), &report);
   CHECK(matched(report) == 0);
 }
+
+TEST_CASE("pattern: a replacement at another opset is converted by graphrw's adapters, not ONNX's crashing one",
+          "[pattern][hostile]") {
+  // ONNX's converter dereferences Split-13's missing `split` input going to 11 (SIGSEGV).
+  auto model = parseModel(R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[4, 2] x) => (float[4, 2] y) {
+  y = Relu (x)
+}
+)");
+  auto o = rule("<domain: \"p\", opset_import: [\"\" : 11]>\nM (x) => (y) {\n  y = Relu (x)\n}\n",
+                fn("Swap", "(x) => (y)", "  a, b = Split <axis = 0> (x)\n  y = Concat <axis = 0> (b, a)\n"));
+  nlohmann::json report;
+  auto m = runPass(model, passes::createPatternPass(o), &report);
+  CHECK(matched(report) == 1);
+  REQUIRE(ops(*m, "Split") == 1);
+  CHECK(m->graph().nodes().front()->inputs().size() == 1);
+  CHECK(m->opsetVersion("") == 11);
+  checkValid(*m);
+}
