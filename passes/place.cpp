@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <functional>
@@ -22,6 +23,22 @@ using namespace ir;
 using Kind = OptionSpec::Kind;
 
 constexpr const char* kStage = popart::kPipelineStage;
+
+// The values of the main graph `g` that n reads: its inputs, and what the
+// nodes of its subgraphs (If branches, Loop bodies) read from g by name. A
+// branch runs in its node's stage, so what it reads must be there by then.
+std::vector<const Value*> readsOf(const Node& n, const Graph& g) {
+  std::vector<const Value*> out;
+  for (const Value* v : n.inputs())
+    if (v) out.push_back(v);
+  for (const Graph* sub : n.subgraphs())
+    sub->walkGraphs([&](const Graph& inner) {
+      for (const auto& m : inner.nodes())
+        for (const Value* v : m->inputs())
+          if (v && v->graph() == &g && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+    });
+  return out;
+}
 constexpr const char* kIpu = popart::kIpuNumber;
 
 class PlaceRun {
@@ -58,8 +75,8 @@ class PlaceRun {
       for (Node* n : nodes) {
         auto it = stage.find(n);
         if (it == stage.end()) continue;
-        for (const Value* v : n->inputs()) {
-          if (!v || !v->producer()) continue;
+        for (const Value* v : readsOf(*n, g)) {
+          if (!v->producer()) continue;
           auto p = stage.find(v->producer());
           if (p != stage.end() && p->second > it->second)
             usageError("place: " + nodeLabel(*n) + " in stage " + std::to_string(it->second) + " reads '" + v->name() +
@@ -70,8 +87,8 @@ class PlaceRun {
       // What following the data gave must not read backwards either: an
       // unmatched node that follows a late producer but feeds an earlier stage.
       for (Node* n : nodes)
-        for (const Value* v : n->inputs()) {
-          if (!v || !v->producer() || v->producer()->graph() != &g) continue;
+        for (const Value* v : readsOf(*n, g)) {
+          if (!v->producer() || v->producer()->graph() != &g) continue;
           size_t from = stage.at(v->producer()), to = stage.at(n);
           if (from > to)
             usageError("place: " + nodeLabel(*n) + " in stage " + std::to_string(to) + " reads '" + v->name() +
@@ -213,8 +230,8 @@ class PlaceRun {
     for (Node* n : nodes) {
       if (stage.count(n)) continue;
       std::optional<size_t> latest;
-      for (const Value* v : n->inputs())
-        if (v && v->producer())
+      for (const Value* v : readsOf(*n, model_.graph()))
+        if (v->producer())
           if (auto it = stage.find(v->producer()); it != stage.end() && (!latest || it->second > *latest)) latest = it->second;
       if (latest) stage[n] = *latest;
       else left.push_back(n);

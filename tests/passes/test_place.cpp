@@ -127,6 +127,27 @@ TEST_CASE("place: errors name the selector, the node and the edge", "[place]") {
                     Catch::Contains("2 IPUs given for 1 stage"));
 }
 
+TEST_CASE("place: what an If's branch reads from the main graph counts as the If's input", "[place][hostile]") {
+  auto m = parseModel(R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (bool c, float[2] x) => (float[2] y) {
+  a = Relu (x)
+  late = Neg (x)
+  y = If (c) <then_branch = t () => (float[2] tv) { tv = Abs (late) }, else_branch = e () => (float[2] ev) { ev = Abs (a) }>
+}
+)");
+  const char* names[] = {"/l0/relu", "/l1/neg", "/l0/if"};
+  for (int i = 0; i < m.graph().node_size(); ++i) m.mutable_graph()->mutable_node(i)->set_name(names[i]);
+  // Selected into stage 0, its then-branch reading the stage-1 Neg: PopART would run it before 'late' exists.
+  CHECK_THROWS_WITH(runPass(m, passes::createPlacePass(stages({"name=/l0/relu|name=/l0/if", "name=/l1/neg"}))),
+                    Catch::Contains("node '/l0/if' (ai.onnx::If) in stage 0 reads 'late' from node '/l1/neg'") &&
+                        Catch::Contains("in the later stage 1"));
+  // Unselected, it follows what its branches read into stage 1.
+  auto out = runPass(m, passes::createPlacePass(stages({"name=/l0/relu", "name=/l1/neg"})));
+  for (const auto& n : out->graph().nodes())
+    if (n->name() == "/l0/if") CHECK(intAttr(*n, "__pipeline_stage") == 1);
+}
+
 TEST_CASE("place: sharding writes only __ipu_number, one IPU for all", "[place]") {
   auto o = stages({"scope=/l0/", "scope=/l1/|scope=/head/"}, {0, 1});
   o.pipeline = false;
