@@ -129,6 +129,7 @@ class LegalizePass final : public Pass {
       call.domain = "ai.graphcore";
       e.exclude.any.push_back(call);
       e.allowNoMatch = true;
+      e.convertOpset = true;  // a body at another ai.onnx version is converted, as legalize converts the graph
       step("expand", createExpandPass(std::move(e)));
       std::vector<const Function*> left;
       for (const auto& f : model.functions()) left.push_back(f.get());

@@ -529,3 +529,24 @@ g (float[2, 4] x) => (float[2, 4] y) { y = ai.graphcore.GeluErf (x) }
   CHECK_THAT(r.err, Catch::Contains("not a version X.Y"));
   CHECK(run(graphrwBin() + " validate --popart-version 3.2 '" + file + "'").status == 2);
 }
+
+TEST_CASE("legalize: a local function at another ai.onnx version is converted as it is inlined", "[legalize][popart]") {
+  // Inlined as-is, the body's Relu-14 and Add-14 would sit in an ai.onnx 13 graph;
+  // legalize has no --convert-opset to offer, so it converts them itself.
+  auto proto = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13, "local" : 1]>
+g (float[2, 4] x) => (float[2, 4] y) {
+  y = local.Act (x)
+}
+<domain: "local", opset_import: ["" : 14]>
+Act (a) => (b) {
+  r = Relu (a)
+  b = Add (r, a)
+}
+)");
+  auto model = runPass(proto, passes::createLegalizePass({}));
+  CHECK(model->functions().empty());
+  CHECK(countOp(toProto(*model), "Relu") == 1);
+  CHECK(popart::checkImport(*reloaded(*model)).empty());
+  checkSameMaths(proto, *model);
+}
