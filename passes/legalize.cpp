@@ -10,6 +10,7 @@
 #include "analysis/pattern.h"
 #include "analysis/popart.h"
 #include "analysis/popart_check.h"
+#include "analysis/sparse.h"
 #include "analysis/types.h"
 #include "passes/expand.h"
 #include "passes/fold.h"
@@ -104,6 +105,16 @@ class LegalizePass final : public Pass {
   }
 
   std::string name() const override { return kLegalizePass; }
+
+  static size_t densifySparseInitializers(Model& model, Rewriter& rw) {
+    std::vector<std::pair<Value*, onnx::TensorProto>> dense;  // all made before any graph changes
+    model.graph().walkGraphs([&](Graph& g) {
+      for (const auto& s : g.sparseInitializers())
+        dense.emplace_back(s.value, toTensorProto(densify(s.proto, UINT64_MAX), s.value->name()));
+    });
+    for (auto& [v, tensor] : dense) rw.makeDense(v, std::make_unique<Tensor>(std::move(tensor)));
+    return dense.size();
+  }
   bool training() const { return options_.mode == "training"; }
 
   // Long: legalize's steps in their order (inline, shapes, fold, patterns, replace, opset, fold,
@@ -135,6 +146,10 @@ class LegalizePass final : public Pass {
       for (const auto& f : model.functions()) left.push_back(f.get());
       for (const Function* f : left) rw.removeFunction(f);
     }
+
+    // PopART reads graph.initializer only (willow/src/ir.cpp:2272): sparse
+    // initializers become the dense tensors they stand for.
+    if (size_t dense = densifySparseInitializers(model, rw)) steps["densify"] = {{"sparse_initializers", dense}};
 
     // Dimension names a model does not use are skipped: one rule file serves
     // exports that name their dimensions differently. Input names must exist.

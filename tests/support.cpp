@@ -127,4 +127,45 @@ void checkExpected(const std::string& name, const nlohmann::json& actual) {
   CHECK(differences.empty());
 }
 
+void sparsify(onnx::ModelProto& model, const std::string& name, bool coordinates) {
+  auto* inits = model.mutable_graph()->mutable_initializer();
+  for (int i = 0; i < inits->size(); ++i) {
+    const onnx::TensorProto& t = inits->Get(i);
+    if (t.name() != name) continue;
+    if (t.data_type() != onnx::TensorProto::FLOAT || t.has_raw_data())
+      throw std::runtime_error("sparsify: '" + name + "' is not a float_data tensor");
+    onnx::SparseTensorProto sp;
+    *sp.mutable_dims() = t.dims();
+    auto* values = sp.mutable_values();
+    values->set_name(name);
+    values->set_data_type(onnx::TensorProto::FLOAT);
+    auto* indices = sp.mutable_indices();
+    indices->set_data_type(onnx::TensorProto::INT64);
+    int64_t nnz = 0;
+    for (int e = 0; e < t.float_data_size(); ++e) {
+      if (t.float_data(e) == 0.0f) continue;
+      values->add_float_data(t.float_data(e));
+      ++nnz;
+      if (!coordinates) {
+        indices->add_int64_data(e);
+        continue;
+      }
+      std::vector<int64_t> at(static_cast<size_t>(t.dims_size()));
+      int64_t rest = e;
+      for (int d = t.dims_size() - 1; d >= 0; --d) {
+        at[static_cast<size_t>(d)] = rest % t.dims(d);
+        rest /= t.dims(d);
+      }
+      for (int64_t c : at) indices->add_int64_data(c);
+    }
+    values->add_dims(nnz);
+    indices->add_dims(nnz);
+    if (coordinates) indices->add_dims(t.dims_size());
+    *model.mutable_graph()->add_sparse_initializer() = std::move(sp);
+    inits->DeleteSubrange(i, 1);
+    return;
+  }
+  throw std::runtime_error("sparsify: no initializer '" + name + "'");
+}
+
 }  // namespace graphrw::test

@@ -18,6 +18,9 @@ onnx::ModelProto readProto(const std::filesystem::path& path);
 // A serialized TensorProto (the backend corpus's input_N.pb / output_N.pb).
 onnx::TensorProto readTensorFile(const std::filesystem::path& path);
 void writeProto(const onnx::ModelProto& proto, const std::filesystem::path& path);
+// Main-graph float initializer `name` becomes a sparse initializer holding its
+// nonzero elements, with linear indices [NNZ] or coordinates [NNZ, rank].
+void sparsify(onnx::ModelProto& model, const std::string& name, bool coordinates);
 std::string readFile(const std::filesystem::path& path);
 void writeFile(const std::filesystem::path& path, const std::string& bytes);
 // Field-by-field equality (google::protobuf::util::MessageDifferencer); fills `diff`.

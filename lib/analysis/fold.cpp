@@ -283,10 +283,6 @@ std::optional<std::vector<HostTensor>> evaluateNode(const Node& n, const std::ve
 
 }  // namespace
 
-namespace {
-
-// The machine's physical memory: no result larger than it is attempted, whatever
-// --max-bytes allows (an allocation that large would fail, or abort under ASan).
 uint64_t machineMemory() {
   static const uint64_t bytes = [] {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
@@ -294,8 +290,6 @@ uint64_t machineMemory() {
   }();
   return bytes;
 }
-
-}  // namespace
 
 std::optional<std::vector<HostTensor>> evaluate(const Node& n, const std::vector<const HostTensor*>& in,
                                                 std::string& why, uint64_t maxBytes) {

@@ -32,6 +32,10 @@ std::optional<HostTensor> constantOf(const ir::Value* v);
 // A text equal for two tensors exactly when their type, rank and bytes are.
 std::string contentKey(const HostTensor& t);
 
+// The machine's physical memory in bytes: no tensor larger than it is made,
+// whatever a size option allows (the allocation would fail, or abort under ASan).
+uint64_t machineMemory();
+
 // Whether graphrw can fold this op at all (its type and attributes are checked by evaluate).
 bool isFoldable(const ir::Node& node);
 // Evaluates `node` on constant inputs (nullptr: missing optional input).

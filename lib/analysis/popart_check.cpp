@@ -147,6 +147,14 @@ class Checker {
     for (const auto& f : model_.functions())
       add("functions", "function " + f->key().str(),
           "a local function; PopART does not support ModelProto.functions (inline it: graphrw expand)");
+    // PopART makes tensors of graph.initializer only (willow/src/ir.cpp:2272);
+    // nothing in willow/src reads sparse_initializer.
+    model_.graph().walkGraphs([&](const Graph& g) {
+      for (const auto& s : g.sparseInitializers())
+        add("sparse-initializer", "sparse initializer '" + s.value->name() + "'",
+            "PopART reads dense initializers only; this one would be a tensor without data (graphrw legalize makes it "
+            "dense)");
+    });
     for (const auto& in : model_.graph().inputs()) {
       const Value* v = in.value;
       if (v->isInitializer()) continue;
@@ -415,7 +423,7 @@ class Checker {
 
 const std::vector<std::string>& findingClasses() {
   static const std::vector<std::string> classes = {
-      "ir-version",         "opset",          "domain",         "functions",         "dynamic-shape",
+      "ir-version",         "opset",          "domain",         "functions",         "sparse-initializer", "dynamic-shape",
       "op",                 "graphcore-op",   "op-version",     "attribute",      "groupnorm-params",  "placement",
       "stage-ipu",          "stage-order",    "weight-ipus",    "pipeline-recompute", "callee-placement",
       "callee-name",        "callee-initializer", "callee-checkpoint", "callee-shape-operand", "shape-operand"};

@@ -151,6 +151,14 @@ void Graph::addSparseInitializer(Value* v, onnx::SparseTensorProto proto) {
   sparse_.push_back({v, std::move(proto)});
 }
 
+void Graph::makeDense(Value* v, std::unique_ptr<Tensor> tensor) {
+  sparse_.erase(std::remove_if(sparse_.begin(), sparse_.end(), [v](const SparseInitializer& s) { return s.value == v; }),
+                sparse_.end());
+  v->sparseInitializer_ = false;
+  v->type_.reset();
+  addInitializer(v, std::move(tensor));
+}
+
 Node* Graph::appendNode(std::unique_ptr<Node> node) { return insertNode(nodes_.end(), std::move(node)); }
 
 Node* Graph::insertNode(std::list<std::unique_ptr<Node>>::const_iterator before, std::unique_ptr<Node> node) {

@@ -295,6 +295,8 @@ class Graph {
   void addValueInfo(Value* v, onnx::ValueInfoProto info);
   void addInitializer(Value* v, std::unique_ptr<Tensor> tensor);
   void addSparseInitializer(Value* v, onnx::SparseTensorProto proto);
+  // The sparse initializer v becomes the dense initializer `tensor`.
+  void makeDense(Value* v, std::unique_ptr<Tensor> tensor);
   Node* appendNode(std::unique_ptr<Node> node);
   Node* insertNode(std::list<std::unique_ptr<Node>>::const_iterator before, std::unique_ptr<Node> node);
   void eraseValue(Value* v);  // must be unused and unproduced

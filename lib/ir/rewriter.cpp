@@ -353,6 +353,13 @@ Value* Rewriter::addInitializer(Graph& g, const std::string& name, std::unique_p
   return v;
 }
 
+void Rewriter::makeDense(Value* v, std::unique_ptr<Tensor> tensor) {
+  if (!v->isSparseInitializer()) fail(ExitCode::Internal, "makeDense: '" + v->name() + "' is not a sparse initializer");
+  tensor->mutableProto().set_name(v->name());
+  v->graph()->makeDense(v, std::move(tensor));
+  counts_.initializersAdded++;
+}
+
 void Rewriter::eraseInitializer(Value* v) {
   if (!v->isInitializer() || !v->uses().empty() || v->graphOutputCount() > 0 || v->isGraphInput())
     fail(ExitCode::Internal, "eraseInitializer: '" + v->name() + "' is not an unused initializer");

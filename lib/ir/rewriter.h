@@ -104,6 +104,8 @@ class Rewriter {
   void declareType(Graph& g, Value* v, onnx::TypeProto type);
   // A new initializer of g named `name` (made unique in the scope), holding `tensor`.
   Value* addInitializer(Graph& g, const std::string& name, std::unique_ptr<Tensor> tensor);
+  // The sparse initializer v becomes a dense one holding `tensor` (its name is v's).
+  void makeDense(Value* v, std::unique_ptr<Tensor> tensor);
   // Removes an initializer nothing reads (no use, not a graph input or output).
   void eraseInitializer(Value* v);
   // Removes g's value_info entries for v; a value only those entries named

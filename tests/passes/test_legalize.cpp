@@ -7,7 +7,9 @@
 // original's.
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <filesystem>
+#include <map>
 
 #include "analysis/graphcore_ops.h"
 #include "analysis/popart.h"
@@ -548,5 +550,31 @@ Act (a) => (b) {
   CHECK(model->functions().empty());
   CHECK(countOp(toProto(*model), "Relu") == 1);
   CHECK(popart::checkImport(*reloaded(*model)).empty());
+  checkSameMaths(proto, *model);
+}
+
+TEST_CASE("legalize: sparse initializers become dense, with the same maths", "[legalize][popart]") {
+  // PopART makes tensors of graph.initializer only (willow/src/ir.cpp:2272).
+  auto proto = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, 3] x) => (float[2, 3] y) <float[2, 3] w = {0, 1.5, 0, 0, 0, -2}, float[3] b = {0, 0, 4}> {
+  a = Add (x, w)
+  y = Mul (a, b)
+}
+)");
+  sparsify(proto, "w", false);
+  sparsify(proto, "b", true);
+  REQUIRE(proto.graph().sparse_initializer_size() == 2);
+  auto model = runPass(proto, passes::createLegalizePass({}));
+  auto written = writeAndRead(*model);
+  CHECK(written.graph().sparse_initializer_size() == 0);
+  CHECK(popart::checkImport(*reloaded(*model)).empty());
+  std::map<std::string, std::string> raw;
+  for (const auto& t : written.graph().initializer()) raw[t.name()] = t.raw_data();
+  REQUIRE(raw.count("w"));
+  std::vector<float> w(6);
+  REQUIRE(raw["w"].size() == sizeof(float) * w.size());
+  std::memcpy(w.data(), raw["w"].data(), raw["w"].size());
+  CHECK(w == std::vector<float>{0, 1.5f, 0, 0, 0, -2});
   checkSameMaths(proto, *model);
 }

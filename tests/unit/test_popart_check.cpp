@@ -104,6 +104,32 @@ F (a) => (b) { b = Relu(a) }
   CHECK(findings(*model(kClean), "functions").empty());
 }
 
+TEST_CASE("popart: sparse initializers, in any graph", "[popart]") {
+  const char* text = R"(
+<ir_version: 6, opset_import: ["" : 11]>
+g (float[2, 2] x, bool c) => (float[2, 2] y) <float[2, 2] w = {0, 1, 0, 0}> {
+  a = Add(x, w)
+  y = If (c) <then_branch = t () => (float[2, 2] o) <float[2, 2] v = {2, 0, 0, 0}> { o = Add(a, v) },
+              else_branch = e () => (float[2, 2] o) { o = Identity(a) }>
+}
+)";
+  CHECK(popart::checkImport(*model(text)).empty());
+  auto p = test::parseModel(text);
+  test::sparsify(p, "w", false);
+  auto* branch = p.mutable_graph()->mutable_node(1)->mutable_attribute(0)->mutable_g();
+  onnx::ModelProto sub;
+  *sub.mutable_graph() = *branch;
+  test::sparsify(sub, "v", true);
+  *branch = sub.graph();
+  auto m = loadModel(p);
+  INFO(all(*m));
+  CHECK(popart::checkImport(*m).size() == 2);
+  auto found = findings(*m, "sparse-initializer");
+  REQUIRE(found.size() == 2);
+  CHECK_THAT(found[0] + found[1], Catch::Contains("sparse initializer 'w': PopART reads dense initializers only") &&
+                                      Catch::Contains("sparse initializer 'v'"));
+}
+
 TEST_CASE("popart: dynamic input dimensions", "[popart]") {
   auto m = model(R"(
 <ir_version: 6, opset_import: ["" : 11]>
