@@ -40,6 +40,10 @@ std::string explainParseError(const CLI::App& app, const CLI::ParseError& e, int
     break;
   }
   std::string msg = e.what();
+  // A single-value option given twice (CLI11: "--gelu: At Most 1 required but received 2").
+  const std::string atMost = ": At Most 1 required but received ";
+  if (auto at = msg.find(atMost); at != std::string::npos)
+    msg = msg.substr(0, at) + " is given " + msg.substr(at + atMost.size()) + " times; it takes one value";
   if (command) {
     std::vector<std::string> flags;
     for (const CLI::Option* o : command->get_options())

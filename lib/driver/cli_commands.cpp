@@ -1,6 +1,8 @@
 // The commands that are not passes: inspect, convert, schema, compare and
 // validate. Each declares its subcommand and returns what runs when it was
 // parsed (cli_common.h's Command); cli.cpp parses and dispatches.
+#include <cmath>
+#include <sstream>
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
@@ -96,7 +98,9 @@ int runCompare(CompareArgs& args) {
       usageError("--input '" + text + "': expected NAME=FILE.npy");
     args.options.inputs[text.substr(0, eq)] = text.substr(eq + 1);
   }
-  if (args.options.rtol < 0 || args.options.atol < 0) usageError("--rtol and --atol cannot be negative");
+  for (auto [flag, value] : {std::pair{"--rtol", args.options.rtol}, {"--atol", args.options.atol}})
+    if (!std::isfinite(value) || value < 0)
+      usageError(std::string(flag) + " must be a finite number >= 0, not " + (std::ostringstream() << value).str());
   auto a = loadModel(args.a);
   auto b = loadModel(args.b);
   for (const auto& [name, file] : args.options.inputs) {

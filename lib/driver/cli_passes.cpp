@@ -188,7 +188,7 @@ PassCommands::PassCommands(CLI::App& app) {
       } else {
         opt = cmd->add_option(o.flags, c->values[i], o.help)->type_size(1)->allow_extra_args(false);
         opt->type_name(valueName(o.kind));
-        if (!repeatable(o.kind)) opt->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+        if (!repeatable(o.kind)) opt->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::Throw);
         if (o.kind == Kind::List) opt->delimiter(',');
         if (auto allowed = allowedValues(o); !allowed.empty()) opt->check(CLI::IsMember(allowed));
         if (o.kind != Kind::Flag && o.kind != Kind::NoFlag && !o.defaultValue.is_null())

@@ -312,3 +312,50 @@ g (float[2] x) => (float[2] y) {
   CHECK(c.status == 1);
   CHECK_THAT(c.out + c.err, Catch::Contains("attribute 'value': raw_data holds 6 bytes, not a whole number of float elements"));
 }
+
+TEST_CASE("hostile: a single-value option given twice, non-finite tolerances, a NaN on one side of compare",
+          "[cli][hostile]") {
+  graphrw::test::TempDir dir;
+  auto nan = graphrw::test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[4] x) => (float[4] y) {
+  a = Abs (x)
+  m = Neg (a)
+  y = Sqrt (m)
+}
+)");
+  auto abs = graphrw::test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[4] x) => (float[4] y) { y = Abs (x) }
+)");
+  graphrw::test::writeProto(nan, dir / "nan.onnx");
+  graphrw::test::writeProto(abs, dir / "abs.onnx");
+  const auto a = q(dir / "nan.onnx"), b = q(dir / "abs.onnx");
+  auto out = dir / "o.onnx";
+  const std::pair<std::string, std::string> twice[] = {
+      {"legalize " + b + " --gelu tanh --gelu erf -o " + q(out), "--gelu is given 2 times; it takes one value"},
+      {"validate " + b + " --target popart --target popart", "--target is given 2 times"},
+      {"expand " + b + " -o " + q(out) + " -o " + q(dir / "p.onnx"), "--output is given 2 times"},
+      {"compare " + a + " " + b + " --seed 1 --seed 2", "--seed is given 2 times"},
+  };
+  for (const auto& [args, says] : twice) {
+    INFO(args);
+    auto r = run(bin() + " " + args);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains(says));
+  }
+  CHECK_FALSE(fs::exists(out));
+  for (const char* bad : {"--rtol nan", "--rtol inf", "--atol -nan", "--rtol=-1", "--atol 1e999"}) {
+    INFO(bad);
+    auto r = run(bin() + " compare " + a + " " + b + " " + bad);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains("must be a finite number >= 0"));
+  }
+  // Sqrt of a negative number on one side: a difference, not an internal error.
+  auto differ = run(bin() + " compare " + a + " " + b + " --json");
+  CHECK(differ.status == 1);
+  auto report = nlohmann::json::parse(differ.out);
+  CHECK(report["ok"] == false);
+  CHECK(report["outputs"][0]["within"] == false);
+  CHECK(run(bin() + " compare " + a + " " + a).status == 0);  // NaN where the other has NaN agrees
+}
