@@ -137,7 +137,9 @@ int summarise(const std::vector<BatchItem>& items, const RunArgs& args, const Pi
   }
   char took[32];
   std::snprintf(took, sizeof took, "%.1f", seconds);
-  std::cerr << "graphrw: " << (flags.dryRun ? "checked " : "converted ") << items.size() - failed << ", failed " << failed
+  // -q: the summary only when a model failed (its errors follow it).
+  if (!flags.quiet || failed)
+    std::cerr << "graphrw: " << (flags.dryRun ? "checked " : "converted ") << items.size() - failed << ", failed " << failed
             << ", " << warnings << " warning" << (warnings == 1 ? "" : "s") << " in " << warnedModels << " model"
             << (warnedModels == 1 ? "" : "s") << ", " << took << " s\n";
   for (const auto& item : items)

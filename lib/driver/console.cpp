@@ -38,10 +38,16 @@ class EscapedMessage final : public spdlog::custom_flag_formatter {
 };
 
 // stderr, clearing the status line before a log line and drawing it again after.
+// Quiet, it prints errors only but still counts warnings: reports are the same
+// with and without -q.
 class ConsoleSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
+ public:
+  explicit ConsoleSink(bool quiet) : quiet_(quiet) {}
+
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
     if (msg.level >= spdlog::level::warn) ++tlsWarnings;
+    if (quiet_ && msg.level < spdlog::level::err) return;
     spdlog::memory_buf_t out;
     formatter_->format(msg, out);
     std::lock_guard lock(consoleMutex());
@@ -52,18 +58,21 @@ class ConsoleSink final : public spdlog::sinks::base_sink<spdlog::details::null_
     std::cerr.flush();
   }
   void flush_() override { std::cerr.flush(); }
+
+ private:
+  bool quiet_;
 };
 
 }  // namespace
 
 void setupLogging(int verbosity, bool quiet) {
-  auto logger = std::make_shared<spdlog::logger>("graphrw", std::make_shared<ConsoleSink>());
+  auto logger = std::make_shared<spdlog::logger>("graphrw", std::make_shared<ConsoleSink>(quiet));
   auto formatter = std::make_unique<spdlog::pattern_formatter>();
   formatter->add_flag<EscapedMessage>('E').set_pattern("graphrw: %l: %E");
   logger->set_formatter(std::move(formatter));
   spdlog::set_default_logger(logger);
   if (quiet)
-    spdlog::set_level(spdlog::level::err);
+    spdlog::set_level(spdlog::level::warn);  // counted, not printed (ConsoleSink)
   else if (verbosity >= 2)
     spdlog::set_level(spdlog::level::trace);
   else if (verbosity == 1)

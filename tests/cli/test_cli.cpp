@@ -621,3 +621,35 @@ g (float[1] X) => (float[1] Y) {
   REQUIRE(run(bin() + " convert " + q(dir / "a.onnx") + " --embed-external-data -o " + q(dir / "c.onnx")).status == 0);
   CHECK(graphrw::test::readFile(dir / "c.onnx") == graphrw::test::readFile(dir / "m.onnx"));
 }
+
+TEST_CASE("quiet: -q silences the terminal only: the report is the same, warnings counted", "[cli][batch]") {
+  graphrw::test::TempDir dir;
+  auto inputs = batchInputs(dir);
+  graphrw::test::writeFile(dir / "warn.json", R"({"version": 1, "passes": [
+    {"pass": "checkpoint", "after": [{"op_type": "Dropout"}], "allow_no_match": true}]})");
+  auto loud = run(bin() + " run " + q(dir / "warn.json") + joined(inputs) + " --out-dir " + q(dir / "a") + " --report " +
+                  q(dir / "a.json"));
+  auto quiet = run(bin() + " -q run " + q(dir / "warn.json") + joined(inputs) + " --out-dir " + q(dir / "b") +
+                   " --report " + q(dir / "b.json"));
+  CHECK(loud.status == 3);  // the broken model
+  CHECK(quiet.status == 3);
+  CHECK_THAT(loud.err, Catch::Contains("warning: ") && Catch::Contains("matched no node"));
+  CHECK_THAT(quiet.err, !Catch::Contains("warning: ") && Catch::Contains("failed 1, 5 warnings in 5 models") &&
+                            Catch::Contains("not an ONNX model"));
+  auto strip = [](nlohmann::json r) {  // times and paths differ between the runs
+    r["summary"].erase("seconds");
+    for (auto& m : r["models"]) {
+      m.erase("output");
+      for (auto& p : m["passes"]) p.erase("seconds");
+    }
+    return r;
+  };
+  auto a = strip(nlohmann::json::parse(graphrw::test::readFile(dir / "a.json")));
+  auto b = strip(nlohmann::json::parse(graphrw::test::readFile(dir / "b.json")));
+  CHECK(a["summary"]["warnings"] == 5);
+  CHECK(a == b);
+  // Without a failure, -q prints nothing at all.
+  auto clean = run(bin() + " -q run " + q(dir / "warn.json") + " " + q(inputs[1]) + " --out-dir " + q(dir / "c"));
+  CHECK(clean.status == 0);
+  CHECK(clean.err.empty());
+}

@@ -1,19 +1,75 @@
 // libFuzzer: rule-file text -> parseRules (schema validation, every pass's
-// options). A graphrw::Error is a clean refusal; anything else is a bug.
+// options, templates and patterns checked standalone) -> the passes run with
+// verify-each on a small model that has what the bundled rule files look for
+// (an erf-GELU chain, a LayerNorm decomposition, MatMul/Add, Dropout). A
+// graphrw::Error is a clean refusal, except a verifier finding after a pass or
+// an internal error: those, a crash or another exception are bugs.
+#include <onnx/defs/parser.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "analysis/graphcore_ops.h"
+#include "driver/pass_manager.h"
 #include "driver/rules.h"
+#include "io/loader.h"
+#include "io/writer.h"
 #include "support/error.h"
+
+namespace {
+
+const char* kModel = R"(
+<ir_version: 8, opset_import: ["" : 14]>
+g (float[2, 4] x) => (float[2, 4] y) <float[4, 4] w = {1,0,0,0, 0,1,0,0, 0,0,1,0, 0,0,0,1}, float[4] b = {0.1, 0.2, 0.3, 0.4}> {
+  mm = MatMul (x, w)
+  h = Add (mm, b)
+  s = Constant <value = float {1.4142135}> ()
+  d = Div (h, s)
+  e = Erf (d)
+  one = Constant <value = float {1.0}> ()
+  a = Add (e, one)
+  m = Mul (h, a)
+  half = Constant <value = float {0.5}> ()
+  g1 = Mul (m, half)
+  mean = ReduceMean <axes = [-1]> (g1)
+  c = Sub (g1, mean)
+  two = Constant <value = float {2.0}> ()
+  p = Pow (c, two)
+  var = ReduceMean <axes = [-1]> (p)
+  eps = Constant <value = float {1e-5}> ()
+  ve = Add (var, eps)
+  sd = Sqrt (ve)
+  n = Div (c, sd)
+  y = Relu (n)
+}
+)";
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const bool registered = (graphrw::registerGraphcoreOps(), true);
+  static const onnx::ModelProto model = [] {
+    onnx::ModelProto m;
+    if (!onnx::OnnxParser::Parse(m, kModel).IsOK()) std::abort();
+    return m;
+  }();
   (void)registered;
   try {
-    graphrw::parseRules(std::string(reinterpret_cast<const char*>(data), size), "fuzz.rules.json");
-  } catch (const graphrw::Error&) {
+    auto rules = graphrw::parseRules(std::string(reinterpret_cast<const char*>(data), size), "fuzz.rules.json");
+    auto m = graphrw::loadModel(model, "/nonexistent-graphrw-fuzz");
+    graphrw::PassManager pm({/*verifyEach=*/true, std::nullopt, ""});
+    for (auto& p : rules.passes) pm.add(p);
+    pm.run(*m);
+    (void)graphrw::serialize(*m);
+  } catch (const graphrw::Error& e) {
+    if (e.code() == graphrw::ExitCode::Findings || e.code() == graphrw::ExitCode::Internal) {
+      std::fprintf(stderr, "graphrw bug: %s\n", e.what());
+      std::abort();
+    }
   }
   return 0;
 }
