@@ -23,11 +23,24 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "help2man failed for graphrw")
 endif()
 foreach(cmd ${commands})
+  # NAME: "graphrw-CMD - its summary" (the first line of its --help), as man -k lists it.
+  execute_process(COMMAND ${GRAPHRW} ${cmd} --help OUTPUT_VARIABLE help RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "graphrw ${cmd} --help failed")
+  endif()
+  string(REGEX MATCH "^[^\n]*" summary "${help}")
+  string(REPLACE ";" "," summary "${summary}")  # one argument to help2man
   execute_process(
     COMMAND ${HELP2MAN} --no-info --no-discard-stderr --section=1 "--help-option=${cmd} --help"
-            --name=graphrw\ ${cmd} --output=${OUT}/graphrw-${cmd}.1 ${GRAPHRW}
+            "--name=${summary}" --output=${OUT}/graphrw-${cmd}.1 ${GRAPHRW}
     RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "help2man failed for graphrw ${cmd}")
   endif()
+  # help2man names the page after the executable: the page is graphrw-CMD's.
+  file(READ ${OUT}/graphrw-${cmd}.1 page)
+  string(TOUPPER "${cmd}" upper)
+  string(REPLACE ".TH GRAPHRW \"1\"" ".TH GRAPHRW-${upper} \"1\"" page "${page}")
+  string(REPLACE ".SH NAME\ngraphrw \\-" ".SH NAME\ngraphrw-${cmd} \\-" page "${page}")
+  file(WRITE ${OUT}/graphrw-${cmd}.1 "${page}")
 endforeach()

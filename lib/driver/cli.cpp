@@ -126,7 +126,7 @@ int showHelp(CLI::App& app, const std::string& topic) {
   }
   for (const CLI::App* sub : app.get_subcommands({}))
     if (sub->get_name() == topic) {
-      std::cout << sub->help();
+      std::cout << sub->help("graphrw");  // "Usage: graphrw COMMAND ...", as COMMAND --help prints
       return 0;
     }
   std::cerr << "graphrw: error: " << escapeControl(unknownCommand(app, topic)) << "\n";

@@ -449,6 +449,9 @@ TEST_CASE("usage errors suggest the command or flag meant and point at that comm
   auto helpCmd = run(bin() + " help outline");
   CHECK(helpCmd.status == 0);
   CHECK_THAT(helpCmd.out, Catch::Contains("--mode") && Catch::Contains("Examples:"));
+  // Word for word what `graphrw outline --help` prints, usage line included.
+  CHECK_THAT(helpCmd.out, Catch::Contains("Usage: graphrw outline [OPTIONS] model"));
+  CHECK(helpCmd.out == run(bin() + " outline --help").out);
   auto helpBad = run(bin() + " help outlin");
   CHECK(helpBad.status == 2);
   CHECK_THAT(helpBad.err, Catch::Contains("did you mean 'outline'"));

@@ -42,7 +42,11 @@ done
 for cmd in $listed; do
   [ -s "$p/share/man/man1/graphrw-$cmd.1" ] || fail "no man page for $cmd"
   grep -q '^\.TH' "$p/share/man/man1/graphrw-$cmd.1" || fail "graphrw-$cmd.1 is not a man page"
-  grep -q "graphrw $cmd" "$p/share/man/man1/graphrw-$cmd.1" || fail "graphrw-$cmd.1 is not $cmd's"
+  name=$(sed -n '/^\.SH NAME/{n;p;q}' "$p/share/man/man1/graphrw-$cmd.1")
+  summary=$("$p/bin/graphrw" "$cmd" --help | head -1 | tr ';' ',')
+  # NAME as man -k lists it: the page's name, then the command's summary.
+  [ "$name" = "graphrw-$cmd \- $summary" ] || fail "graphrw-$cmd.1's NAME is '$name'"
+  grep -q "^\.TH GRAPHRW-$(echo "$cmd" | tr a-z A-Z) " "$p/share/man/man1/graphrw-$cmd.1" || fail "graphrw-$cmd.1's title"
 done
 [ "$(ls "$p"/share/man/man1/graphrw-*.1 | wc -l)" -eq "$(echo "$listed" | wc -w)" ] || fail "man pages and commands differ"
 grep -qF -- '\fB\-\-schema\-ops\fR' "$p/share/man/man1/graphrw-expand.1" || fail "expand's man page lacks its options"
