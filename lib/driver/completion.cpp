@@ -1,5 +1,6 @@
 #include "driver/completion.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace graphrw::cli {
@@ -46,7 +47,11 @@ std::string bashCompletion(const CompletionSpec& spec) {
      << "  case \"$cmd\" in\n";
   for (const auto& c : spec.commands) {
     os << "    " << c.name << ")\n";
-    os << "      opts=\"$opts " << join(optionWords(c.options)) << "\"\n";
+    std::vector<std::string> own;  // the command's words the global ones lack (-h --help once)
+    const auto global = optionWords(spec.global);
+    for (const auto& w : optionWords(c.options))
+      if (std::find(global.begin(), global.end(), w) == global.end()) own.push_back(w);
+    os << "      opts=\"$opts " << join(own) << "\"\n";
     os << "      case \"$prev\" in\n";
     for (const auto& o : c.options) {
       if (!o.takesValue) continue;

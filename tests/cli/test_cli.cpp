@@ -656,3 +656,31 @@ TEST_CASE("quiet: -q silences the terminal only: the report is the same, warning
   CHECK(clean.status == 0);
   CHECK(clean.err.empty());
 }
+
+TEST_CASE("completion: bash completes commands, completion's shells, each option once", "[cli][completion]") {
+  graphrw::test::TempDir dir;
+  auto script = run(bin() + " completion bash");
+  REQUIRE(script.status == 0);
+  graphrw::test::writeFile(dir / "c.bash", script.out);
+  // What bash offers for the words typed so far (the last one being completed).
+  auto complete = [&](const std::string& words) {
+    graphrw::test::writeFile(dir / "t.bash", "source " + q(dir / "c.bash") + "\nCOMP_WORDS=(" + words +
+                                                  ")\nCOMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))\n_graphrw\n"
+                                                  "[ ${#COMPREPLY[@]} -gt 0 ] && printf '%s\\n' \"${COMPREPLY[@]}\"\nexit 0\n");
+    auto r = run("bash " + q(dir / "t.bash"));
+    REQUIRE(r.status == 0);
+    return r.out;
+  };
+  CHECK(complete("graphrw completion ''") == "bash\nzsh\n");
+  CHECK(complete("graphrw comp") == "compare\ncompletion\n");
+  auto options = complete("graphrw expand --");
+  CHECK_THAT(options, Catch::Contains("--schema-ops\n") && Catch::Contains("--convert-opset\n"));
+  std::istringstream lines(options);
+  std::map<std::string, int> seen;
+  for (std::string l; std::getline(lines, l);) ++seen[l];
+  for (const auto& [word, n] : seen) {
+    INFO(word);
+    CHECK(n == 1);
+  }
+  CHECK(complete("graphrw legalize --target ''") == "popart\n");
+}
