@@ -1,6 +1,7 @@
 // The commands that are not passes: inspect, convert, schema, compare and
 // validate. Each declares its subcommand and returns what runs when it was
 // parsed (cli_common.h's Command); cli.cpp parses and dispatches.
+#include <charconv>
 #include <cmath>
 #include <sstream>
 #include <CLI/CLI.hpp>
@@ -86,12 +87,38 @@ namespace {
 
 struct CompareArgs {
   std::string a, b;
-  std::vector<std::string> inputs;
+  std::vector<std::string> inputs, dims;
+  std::string valRange;
   CompareOptions options;
   bool json = false;
 };
 
+// --dim NAME=N and --val-range LO,HI, checked strictly.
+void parseCompareShapes(CompareArgs& args) {
+  for (const auto& text : args.dims) {
+    auto eq = text.find('=');
+    std::string name = text.substr(0, eq), digits = eq == std::string::npos ? "" : text.substr(eq + 1);
+    int64_t n = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+    if (name.empty() || digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || n < 1 ||
+        n > (int64_t{1} << 31))
+      usageError("--dim '" + text + "': expected NAME=N with N an integer from 1 to 2^31");
+    if (!args.options.dims.emplace(name, n).second) usageError("--dim: '" + name + "' is given twice");
+  }
+  if (args.valRange.empty()) return;
+  auto comma = args.valRange.find(',');
+  char* end = nullptr;
+  std::string lo = args.valRange.substr(0, comma), hi = comma == std::string::npos ? "" : args.valRange.substr(comma + 1);
+  double l = std::strtod(lo.c_str(), &end);
+  bool ok = !lo.empty() && *end == '\0';
+  double h = std::strtod(hi.c_str(), &end);
+  ok = ok && !hi.empty() && *end == '\0' && std::isfinite(l) && std::isfinite(h) && l < h;
+  if (!ok) usageError("--val-range '" + args.valRange + "': expected LO,HI, finite numbers with LO < HI");
+  args.options.valRange = {l, h};
+}
+
 int runCompare(CompareArgs& args) {
+  parseCompareShapes(args);
   for (const auto& text : args.inputs) {
     auto eq = text.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
@@ -107,6 +134,14 @@ int runCompare(CompareArgs& args) {
     bool known = false;
     for (const auto& in : a->graph().inputs()) known |= in.value->name() == name && !in.value->isInitializer();
     if (!known) usageError("--input " + name + "=" + file + ": " + args.a + " has no input '" + name + "'");
+  }
+  for (const auto& [name, n] : args.options.dims) {
+    bool known = false;
+    for (const ir::Model* m : {a.get(), b.get()})
+      for (const auto& in : m->graph().inputs())
+        if (const onnx::TypeProto* t = in.value->type(); t && t->has_tensor_type())
+          for (const auto& d : t->tensor_type().shape().dim()) known |= d.dim_param() == name;
+    if (!known) usageError("--dim " + name + "=" + std::to_string(n) + ": no input of either model has a dimension '" + name + "'");
   }
   auto result = compareModels(*a, *b, args.options);
   if (args.json)
@@ -131,6 +166,9 @@ Command addCompareCommand(CLI::App& app) {
   compare->add_option("--int-max", args->options.intMax, "Random integer inputs are drawn from [0, N)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 30));
+  compare->add_option("--dim", args->dims, "NAME=N: a symbolic input dimension's size (others: 1, or the other model's); repeatable");
+  compare->add_option("--val-range", args->valRange, "LO,HI: random floating-point inputs are drawn from [LO, HI) (default -1,1)");
+  compare->add_flag("--equal-nan", args->options.equalNan, "NaN in both outputs at the same place agrees (numpy's equal_nan)");
   compare->add_flag("--json", args->json, "Print JSON");
   compare->footer("\nExamples:\n  graphrw compare model.onnx model.ipu.onnx\n"
                   "  graphrw compare model.onnx model.ipu.onnx --input input_ids=ids.npy --rtol 1e-3\n"

@@ -231,8 +231,11 @@ nlohmann::json runNode(const std::string& ortDir, const ScratchDir& dir, const f
                        const CompareOptions& options) {
   {
     std::ofstream(dir / "runner.js") << kRunner;
-    nlohmann::json o = {{"rtol", options.rtol}, {"atol", options.atol}, {"seed", options.seed},
-                        {"intMax", options.intMax}, {"inputs", options.inputs}};
+    nlohmann::json o = {{"rtol", options.rtol},     {"atol", options.atol},
+                        {"seed", options.seed},     {"intMax", options.intMax},
+                        {"inputs", options.inputs}, {"dims", options.dims},
+                        {"valRange", {options.valRange.first, options.valRange.second}},
+                        {"equalNan", options.equalNan}};
     std::ofstream(dir / "options.json") << o.dump();
   }
   std::string out = (dir / "result.json").string(), err = (dir / "stderr.txt").string();
@@ -350,6 +353,11 @@ std::string renderComparison(const nlohmann::json& result, const CompareOptions&
        << (in["from"] == "random" ? " (seed " + std::to_string(compareOptions.seed) + ")" : std::string())
        << "\n";
   }
+  if (!result["dims_set_to_1"].empty()) {
+    std::string names;
+    for (const auto& d : result["dims_set_to_1"]) names += (names.empty() ? "" : ", ") + escapeControl(d.get<std::string>());
+    os << "dims   " << names << " set to 1 (--dim NAME=N to choose)\n";
+  }
   for (const auto& out : result["outputs"]) {
     os << "output " << escapeControl(out["name"].get<std::string>()) << ": ";
     if (out.contains("problem")) {
@@ -362,8 +370,22 @@ std::string renderComparison(const nlohmann::json& result, const CompareOptions&
       std::snprintf(buf, sizeof buf, "%.3g", v.get<double>());
       return std::string(buf);
     };
-    os << out["type"].get<std::string>() << ", max abs diff " << number(out["max_abs"]) << ", max rel diff "
-       << number(out["max_rel"]) << (out["within"].get<bool>() ? ": within" : ": OUTSIDE") << " tolerance\n";
+    os << out["type"].get<std::string>() << ", max abs diff " << number(out["max_abs"]) << " (mean "
+       << number(out["mean_abs"]) << "), max rel diff " << number(out["max_rel"]) << " (mean " << number(out["mean_rel"])
+       << ")" << (out["within"].get<bool>() ? ": within" : ": OUTSIDE") << " tolerance\n";
+    const auto& nan = out["nan"];
+    const auto& inf = out["inf"];
+    if (nan["a"] != 0 || nan["b"] != 0 || inf["a"] != 0 || inf["b"] != 0)
+      os << "       NaN " << nan["a"].get<int64_t>() << " in A, " << nan["b"].get<int64_t>() << " in B; Inf "
+         << inf["a"].get<int64_t>() << " in A, " << inf["b"].get<int64_t>() << " in B"
+         << (compareOptions.equalNan ? " (--equal-nan)" : "") << "\n";
+    if (out["mismatched"] != 0) {
+      std::string index;
+      for (const auto& i : out["worst"]["index"]) index += (index.empty() ? "" : ",") + std::to_string(i.get<int64_t>());
+      os << "       " << out["mismatched"].get<int64_t>() << " of " << out["elements"].get<int64_t>()
+         << " elements outside; worst at [" << index << "]: A " << number(out["worst"]["a"]) << ", B "
+         << number(out["worst"]["b"]) << "\n";
+    }
   }
   char tol[64];
   std::snprintf(tol, sizeof tol, "rtol %g, atol %g", compareOptions.rtol, compareOptions.atol);

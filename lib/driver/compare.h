@@ -24,11 +24,15 @@ struct CompareOptions {
   uint32_t seed = 1;                 // random inputs
   int intMax = 2;                    // integer inputs drawn from [0, intMax)
   std::map<std::string, std::string> inputs;  // input name -> .npy file
+  std::map<std::string, int64_t> dims;        // symbolic dimension -> size of the random inputs
+  std::pair<double, double> valRange{-1.0, 1.0};  // random floating-point inputs: [first, second)
+  bool equalNan = false;                      // NaN agrees with NaN (numpy.allclose's equal_nan)
 };
 
 // Runs both models; the JSON result has per output its dtype, shape, largest
-// absolute and relative difference and whether it is within tolerance, and
-// "ok". Throws Error(Usage) when ONNX Runtime is not installed (saying how to
+// and mean absolute and relative difference (over elements finite on both
+// sides), the elements outside tolerance, NaN and Inf counts per side, the
+// worst element's index and values, whether it is within tolerance; and "ok". Throws Error(Usage) when ONNX Runtime is not installed (saying how to
 // install it), Error(BadInput) when a model cannot run.
 nlohmann::json compareModels(ir::Model& a, ir::Model& b, const CompareOptions& options);
 

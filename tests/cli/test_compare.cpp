@@ -56,7 +56,7 @@ g (float[2, 3] x) => (float[2, 3] y) {
 )");
   auto same = run(bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "a.onnx"));
   CHECK(same.status == 0);
-  CHECK_THAT(same.out, Catch::Contains("output y: float32, max abs diff 0, max rel diff 0: within tolerance"));
+  CHECK_THAT(same.out, Catch::Contains("output y: float32, max abs diff 0 (mean 0), max rel diff 0 (mean 0): within tolerance"));
   auto differ = run(bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "b.onnx") + " --json");
   CHECK(differ.status == 1);
   auto j = nlohmann::json::parse(differ.out);
@@ -277,5 +277,64 @@ TEST_CASE("compare maps ai.graphcore::GroupNormalization as numpy computes it, f
       auto other = run(bin() + " compare " + q(dir / "numpy.onnx") + " " + q(dir / "other.onnx"));
       CHECK(other.status == 1);
     }
+  }
+}
+
+TEST_CASE("compare: statistics per output, the worst element, --dim, --val-range, usage errors", "[cli][compare]") {
+  graphrw::test::TempDir dir;
+  writeModel(dir / "a.onnx", R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[batch, seq] x) => (float[batch, seq] y) { y = Relu (x) }
+)");
+  // B differs from A exactly where x > 0.5: Relu(x) + (x > 0.5).
+  writeModel(dir / "b.onnx", R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[batch, seq] x) => (float[batch, seq] y) {
+  r = Relu (x)
+  h = Constant <value = float {0.5}> ()
+  g = Greater (x, h)
+  f = Cast <to = 1> (g)
+  y = Add (r, f)
+}
+)");
+  const auto a = q(dir / "a.onnx"), b = q(dir / "b.onnx");
+  auto dims = run(bin() + " compare " + a + " " + a + " --dim seq=7 --json");
+  REQUIRE(dims.status == 0);
+  auto j = nlohmann::json::parse(dims.out);
+  CHECK(j["inputs"][0]["dims"] == nlohmann::json::array({1, 7}));
+  CHECK(j["dims_set_to_1"] == nlohmann::json::array({"batch"}));
+  auto text = run(bin() + " compare " + a + " " + a);
+  CHECK_THAT(text.out, Catch::Contains("dims   batch, seq set to 1 (--dim NAME=N to choose)"));
+
+  // All inputs in [0.6, 0.9): every element differs by exactly 1.
+  auto all = run(bin() + " compare " + a + " " + b + " --dim batch=2 --dim seq=3 --val-range 0.6,0.9 --json");
+  CHECK(all.status == 1);
+  auto out = nlohmann::json::parse(all.out)["outputs"][0];
+  CHECK(out["elements"] == 6);
+  CHECK(out["mismatched"] == 6);
+  CHECK(out["max_abs"].get<double>() == Approx(1.0));
+  CHECK(out["mean_abs"].get<double>() == Approx(1.0));
+  CHECK(out["nan"] == nlohmann::json{{"a", 0}, {"b", 0}});
+  CHECK(out["worst"]["index"].size() == 2);
+  // In [-1, -0.5): no element differs.
+  CHECK(run(bin() + " compare " + a + " " + b + " --dim batch=2 --dim seq=3 --val-range=-1,-0.5").status == 0);
+  auto some = run(bin() + " compare " + a + " " + b + " --dim batch=4 --dim seq=8");
+  CHECK(some.status == 1);
+  CHECK_THAT(some.out, Catch::Contains(" of 32 elements outside; worst at ["));
+
+  const std::pair<std::string, std::string> bad[] = {
+      {"--dim nope=2", "--dim nope=2: no input of either model has a dimension 'nope'"},
+      {"--dim seq=0", "--dim 'seq=0': expected NAME=N"},
+      {"--dim seq=2.5", "--dim 'seq=2.5': expected NAME=N"},
+      {"--dim seq=2 --dim seq=3", "--dim: 'seq' is given twice"},
+      {"--val-range 1,0", "--val-range '1,0': expected LO,HI"},
+      {"--val-range 0,inf", "--val-range '0,inf'"},
+      {"--val-range 0", "--val-range '0'"},
+  };
+  for (const auto& [args, says] : bad) {
+    INFO(args);
+    auto r = run(bin() + " compare " + a + " " + b + " " + args);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains(says));
   }
 }

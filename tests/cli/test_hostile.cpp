@@ -357,5 +357,9 @@ g (float[4] x) => (float[4] y) { y = Abs (x) }
   auto report = nlohmann::json::parse(differ.out);
   CHECK(report["ok"] == false);
   CHECK(report["outputs"][0]["within"] == false);
-  CHECK(run(bin() + " compare " + a + " " + a).status == 0);  // NaN where the other has NaN agrees
+  // numpy.allclose: NaN against NaN agrees only with --equal-nan; the NaNs are counted.
+  auto both = run(bin() + " compare " + a + " " + a);
+  CHECK(both.status == 1);
+  CHECK_THAT(both.out, Catch::Contains("NaN 4 in A, 4 in B") && Catch::Contains("4 of 4 elements outside"));
+  CHECK(run(bin() + " compare " + a + " " + a + " --equal-nan").status == 0);
 }
