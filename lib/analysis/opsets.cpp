@@ -65,8 +65,21 @@ std::unique_ptr<Function> convertFunction(Model& model, const Function& function
     }
   }
   onnx::FunctionProto fp = functionToProto(function);
+  onnx::ModelProto mp = functionAsModel(fp, model.irVersion() > 0 ? model.irVersion() : 8, from);
+  onnx::ModelProto converted;
+  try {
+    converted = onnx::version_conversion::ConvertVersion(mp, static_cast<int>(to));
+  } catch (const std::exception& e) {
+    badInput("function " + function.key().str() + ": ONNX's version converter cannot convert it from ai.onnx " +
+             std::to_string(from) + " to " + std::to_string(to) + ": " + e.what());
+  }
+  takeConvertedBody(fp, converted, to);
+  return buildFunction(model, std::move(fp));
+}
+
+onnx::ModelProto functionAsModel(const onnx::FunctionProto& fp, int64_t irVersion, int64_t from) {
   onnx::ModelProto mp;
-  mp.set_ir_version(model.irVersion() > 0 ? model.irVersion() : 8);
+  mp.set_ir_version(irVersion);
   for (const auto& op : fp.opset_import()) {
     auto* o = mp.add_opset_import();
     *o = op;
@@ -77,15 +90,12 @@ std::unique_ptr<Function> convertFunction(Model& model, const Function& function
   for (const auto& in : fp.input()) g->add_input()->set_name(in);
   for (const auto& out : fp.output()) g->add_output()->set_name(out);
   *g->mutable_node() = fp.node();
-  onnx::ModelProto converted;
-  try {
-    converted = onnx::version_conversion::ConvertVersion(mp, static_cast<int>(to));
-  } catch (const std::exception& e) {
-    badInput("function " + function.key().str() + ": ONNX's version converter cannot convert it from ai.onnx " +
-             std::to_string(from) + " to " + std::to_string(to) + ": " + e.what());
-  }
+  return mp;
+}
+
+void takeConvertedBody(onnx::FunctionProto& fp, const onnx::ModelProto& converted, int64_t to) {
   fp.clear_node();
-  for (const auto& init : converted.graph().initializer()) {  // adapters may add constants
+  for (const auto& init : converted.graph().initializer()) {  // constants the adapters added
     auto* c = fp.add_node();
     c->set_op_type("Constant");
     c->add_output(init.name());
@@ -97,7 +107,6 @@ std::unique_ptr<Function> convertFunction(Model& model, const Function& function
   for (const auto& n : converted.graph().node()) *fp.add_node() = n;
   for (auto& op : *fp.mutable_opset_import())
     if (isDefaultDomain(op.domain())) op.set_version(to);
-  return buildFunction(model, std::move(fp));
 }
 
 namespace {

@@ -51,5 +51,11 @@ std::unique_ptr<ir::Function> convertFunction(ir::Model& model, const ir::Functi
 using FunctionConverter = std::unique_ptr<ir::Function> (*)(ir::Model& model, const ir::Function& function, int64_t from,
                                                              int64_t to);
 void setFunctionConverter(FunctionConverter converter);
+// A function body as a model of its own (its formal inputs and outputs the
+// graph's) importing ai.onnx `from`: what a converter runs on.
+onnx::ModelProto functionAsModel(const onnx::FunctionProto& fp, int64_t irVersion, int64_t from);
+// `fp` takes the converted model's nodes (its initializers as Constant nodes
+// first) and imports ai.onnx `to`.
+void takeConvertedBody(onnx::FunctionProto& fp, const onnx::ModelProto& converted, int64_t to);
 
 }  // namespace graphrw
