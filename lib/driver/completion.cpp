@@ -45,10 +45,10 @@ std::string bashCompletion(const CompletionSpec& spec) {
      << "  done\n"
      << "  local opts=\"" << join(optionWords(spec.global)) << "\"\n"
      << "  case \"$cmd\" in\n";
+  const auto global = optionWords(spec.global);
   for (const auto& c : spec.commands) {
     os << "    " << c.name << ")\n";
     std::vector<std::string> own;  // the command's words the global ones lack (-h --help once)
-    const auto global = optionWords(spec.global);
     for (const auto& w : optionWords(c.options))
       if (std::find(global.begin(), global.end(), w) == global.end()) own.push_back(w);
     os << "      opts=\"$opts " << join(own) << "\"\n";

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "analysis/graphcore_ops.h"
+#include "fuzz_common.h"
 #include "driver/pass_manager.h"
 #include "io/loader.h"
 #include "io/writer.h"
@@ -32,15 +33,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!graphrw::verify(*model).empty()) return 0;
     graphrw::passes::ExpandOptions options;
     options.maxNodes = 100'000;
-    graphrw::PassManager pm({/*verifyEach=*/true, std::nullopt, ""});
-    pm.add(graphrw::passes::createExpandPass(options));
-    pm.run(*model);
-    (void)graphrw::serialize(*model);
+    graphrw::fuzz::runPasses(*model, {graphrw::passes::createExpandPass(options)});
   } catch (const graphrw::Error& e) {
-    if (e.code() == graphrw::ExitCode::Findings || e.code() == graphrw::ExitCode::Internal) {
-      std::fprintf(stderr, "graphrw bug: %s\n", e.what());
-      std::abort();
-    }
+    graphrw::fuzz::abortOnBug(e);
   }
   return 0;
 }

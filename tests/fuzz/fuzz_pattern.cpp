@@ -20,6 +20,7 @@
 #include <string>
 
 #include "analysis/graphcore_ops.h"
+#include "fuzz_common.h"
 #include "driver/pass_manager.h"
 #include "driver/rules.h"
 #include "io/loader.h"
@@ -99,15 +100,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto bytes = graphrw::Buffer::fromString(proto->SerializeAsString());
     auto model = graphrw::loadModel(bytes, "/nonexistent-graphrw-fuzz", "fuzz");
     if (!graphrw::verify(*model).empty()) return 0;  // not an input passes are given
-    graphrw::PassManager pm({/*verifyEach=*/true, std::nullopt, ""});
-    for (auto& p : rules.passes) pm.add(p);
-    pm.run(*model);
-    (void)graphrw::serialize(*model);
+    graphrw::fuzz::runPasses(*model, rules.passes);
   } catch (const graphrw::Error& e) {
-    if (e.code() == graphrw::ExitCode::Findings || e.code() == graphrw::ExitCode::Internal) {
-      std::fprintf(stderr, "graphrw bug: %s\n", e.what());
-      std::abort();
-    }
+    graphrw::fuzz::abortOnBug(e);
   }
   return 0;
 }

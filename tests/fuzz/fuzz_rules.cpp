@@ -16,6 +16,7 @@
 #include <string>
 
 #include "analysis/graphcore_ops.h"
+#include "fuzz_common.h"
 #include "driver/pass_manager.h"
 #include "driver/rules.h"
 #include "io/loader.h"
@@ -64,15 +65,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     auto rules = graphrw::parseRules(std::string(reinterpret_cast<const char*>(data), size), "fuzz.rules.json");
     auto m = graphrw::loadModel(model, "/nonexistent-graphrw-fuzz");
-    graphrw::PassManager pm({/*verifyEach=*/true, std::nullopt, ""});
-    for (auto& p : rules.passes) pm.add(p);
-    pm.run(*m);
-    (void)graphrw::serialize(*m);
+    graphrw::fuzz::runPasses(*m, rules.passes);
   } catch (const graphrw::Error& e) {
-    if (e.code() == graphrw::ExitCode::Findings || e.code() == graphrw::ExitCode::Internal) {
-      std::fprintf(stderr, "graphrw bug: %s\n", e.what());
-      std::abort();
-    }
+    graphrw::fuzz::abortOnBug(e);
   }
   return 0;
 }
