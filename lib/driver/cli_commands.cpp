@@ -3,6 +3,8 @@
 // parsed (cli_common.h's Command); cli.cpp parses and dispatches.
 #include <charconv>
 #include <cmath>
+#include <optional>
+#include <utility>
 #include <sstream>
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -87,13 +89,44 @@ namespace {
 
 struct CompareArgs {
   std::string a, b;
-  std::vector<std::string> inputs, dims;
-  std::string valRange;
+  std::vector<std::string> inputs, dims, valRanges;
   CompareOptions options;
   bool json = false;
 };
 
-// --dim NAME=N and --val-range LO,HI, checked strictly.
+// "LO,HI" or "[LO,HI]": finite numbers with LO < HI.
+std::optional<std::pair<double, double>> parseRange(std::string text) {
+  if (text.size() >= 2 && text.front() == '[' && text.back() == ']') text = text.substr(1, text.size() - 2);
+  auto comma = text.find(',');
+  if (comma == std::string::npos) return std::nullopt;
+  std::string lo = text.substr(0, comma), hi = text.substr(comma + 1);
+  char* end = nullptr;
+  double l = std::strtod(lo.c_str(), &end);
+  bool ok = !lo.empty() && *end == '\0';
+  double h = std::strtod(hi.c_str(), &end);
+  ok = ok && !hi.empty() && *end == '\0' && std::isfinite(l) && std::isfinite(h) && l < h;
+  return ok ? std::optional(std::pair{l, h}) : std::nullopt;
+}
+
+// "D,D,..." or "[D,D,...]" ("[]": a scalar), each D an integer from 0 to 2^31.
+std::optional<std::vector<int64_t>> parseShape(std::string text) {
+  bool bracketed = text.size() >= 2 && text.front() == '[' && text.back() == ']';
+  if (bracketed) text = text.substr(1, text.size() - 2);
+  std::vector<int64_t> dims;
+  if (text.empty()) return bracketed ? std::optional(dims) : std::nullopt;
+  for (size_t start = 0; start <= text.size();) {
+    size_t comma = std::min(text.find(',', start), text.size());
+    int64_t d = 0;
+    auto [end, ec] = std::from_chars(text.data() + start, text.data() + comma, d);
+    if (comma == start || ec != std::errc() || end != text.data() + comma || d < 0 || d > (int64_t{1} << 31))
+      return std::nullopt;
+    dims.push_back(d);
+    start = comma + 1;
+  }
+  return dims;
+}
+
+// --dim NAME=N, --input NAME=FILE|SHAPE and --val-range [NAME=]LO,HI, checked strictly.
 void parseCompareShapes(CompareArgs& args) {
   for (const auto& text : args.dims) {
     auto eq = text.find('=');
@@ -105,45 +138,77 @@ void parseCompareShapes(CompareArgs& args) {
       usageError("--dim '" + text + "': expected NAME=N with N an integer from 1 to 2^31");
     if (!args.options.dims.emplace(name, n).second) usageError("--dim: '" + name + "' is given twice");
   }
-  if (args.valRange.empty()) return;
-  auto comma = args.valRange.find(',');
-  char* end = nullptr;
-  std::string lo = args.valRange.substr(0, comma), hi = comma == std::string::npos ? "" : args.valRange.substr(comma + 1);
-  double l = std::strtod(lo.c_str(), &end);
-  bool ok = !lo.empty() && *end == '\0';
-  double h = std::strtod(hi.c_str(), &end);
-  ok = ok && !hi.empty() && *end == '\0' && std::isfinite(l) && std::isfinite(h) && l < h;
-  if (!ok) usageError("--val-range '" + args.valRange + "': expected LO,HI, finite numbers with LO < HI");
-  args.options.valRange = {l, h};
-}
-
-int runCompare(CompareArgs& args) {
-  parseCompareShapes(args);
   for (const auto& text : args.inputs) {
     auto eq = text.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-      usageError("--input '" + text + "': expected NAME=FILE.npy");
-    args.options.inputs[text.substr(0, eq)] = text.substr(eq + 1);
+      usageError("--input '" + text + "': expected NAME=FILE.npy or NAME=D,D,... (a shape)");
+    std::string name = text.substr(0, eq), value = text.substr(eq + 1);
+    if (args.options.inputs.count(name) || args.options.shapes.count(name))
+      usageError("--input: '" + name + "' is given twice");
+    if (auto shape = parseShape(value))
+      args.options.shapes[name] = *shape;
+    else if (value.find_first_not_of("0123456789,[]-") == std::string::npos)
+      usageError("--input '" + text + "': a shape is D,D,... with each D an integer from 0 to 2^31");
+    else
+      args.options.inputs[name] = value;
   }
-  for (auto [flag, value] : {std::pair{"--rtol", args.options.rtol}, {"--atol", args.options.atol}})
-    if (!std::isfinite(value) || value < 0)
-      usageError(std::string(flag) + " must be a finite number >= 0, not " + (std::ostringstream() << value).str());
-  auto a = loadModel(args.a);
-  auto b = loadModel(args.b);
-  for (const auto& [name, file] : args.options.inputs) {
-    bool known = false;
-    for (const auto& in : a->graph().inputs()) known |= in.value->name() == name && !in.value->isInitializer();
-    if (!known) usageError("--input " + name + "=" + file + ": " + args.a + " has no input '" + name + "'");
+  bool defaultGiven = false;
+  for (const auto& text : args.valRanges) {
+    auto eq = text.find('=');
+    std::string name = eq == std::string::npos ? "" : text.substr(0, eq);
+    auto range = parseRange(eq == std::string::npos ? text : text.substr(eq + 1));
+    if (!range || (eq != std::string::npos && name.empty()))
+      usageError("--val-range '" + text + "': expected [NAME=]LO,HI, finite numbers with LO < HI");
+    if (name.empty() ? std::exchange(defaultGiven, true) : !args.options.valRanges.emplace(name, *range).second)
+      usageError("--val-range: " + (name.empty() ? std::string("the default range") : "'" + name + "'") + " is given twice");
+    if (name.empty()) args.options.valRange = *range;
+  }
+}
+
+// Every input named by --input, --val-range and --dim exists; a --input shape has
+// the input's rank and agrees with its fixed dimensions.
+void checkCompareNames(const CompareArgs& args, const ir::Model& a, const ir::Model& b) {
+  auto input = [&](const std::string& name) -> const ir::Value* {
+    for (const auto& in : a.graph().inputs())
+      if (in.value->name() == name && !in.value->isInitializer()) return in.value;
+    return nullptr;
+  };
+  for (const auto& [name, file] : args.options.inputs)
+    if (!input(name)) usageError("--input " + name + "=" + file + ": " + args.a + " has no input '" + name + "'");
+  for (const auto& [name, range] : args.options.valRanges)
+    if (!input(name)) usageError("--val-range " + name + "=...: " + args.a + " has no input '" + name + "'");
+  for (const auto& [name, dims] : args.options.shapes) {
+    const ir::Value* v = input(name);
+    if (!v) usageError("--input " + name + "=...: " + args.a + " has no input '" + name + "'");
+    const onnx::TypeProto* t = v->type();
+    if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) continue;
+    const auto& declared = t->tensor_type().shape();
+    if (declared.dim_size() != static_cast<int>(dims.size()))
+      usageError("--input " + name + ": " + std::to_string(dims.size()) + " dimensions given, the input has " +
+                 std::to_string(declared.dim_size()));
+    for (int i = 0; i < declared.dim_size(); ++i)
+      if (declared.dim(i).has_dim_value() && declared.dim(i).dim_value() != dims[i])
+        usageError("--input " + name + ": dimension " + std::to_string(i) + " is fixed at " +
+                   std::to_string(declared.dim(i).dim_value()) + ", not " + std::to_string(dims[i]));
   }
   for (const auto& [name, n] : args.options.dims) {
     bool known = false;
-    for (const ir::Model* m : {a.get(), b.get()})
+    for (const ir::Model* m : {&a, &b})
       for (const auto& in : m->graph().inputs())
         if (const onnx::TypeProto* t = in.value->type(); t && t->has_tensor_type())
           for (const auto& d : t->tensor_type().shape().dim()) known |= d.dim_param() == name;
     if (!known) usageError("--dim " + name + "=" + std::to_string(n) + ": no input of either model has a dimension '" + name + "'");
   }
-  auto result = compareModels(*a, *b, args.options);
+}
+
+int runCompare(CompareArgs& args) {
+  parseCompareShapes(args);
+  for (auto [flag, value] : {std::pair{"--rtol", args.options.rtol}, {"--atol", args.options.atol}})
+    if (!std::isfinite(value) || value < 0)
+      usageError(std::string(flag) + " must be a finite number >= 0, not " + (std::ostringstream() << value).str());
+  CompareModel a{args.a, loadModel(args.a)}, b{args.b, loadModel(args.b)};
+  checkCompareNames(args, *a.model, *b.model);
+  auto result = compareModels(std::move(a), std::move(b), args.options);
   if (args.json)
     std::cout << result.dump(2) << "\n";
   else
@@ -159,7 +224,9 @@ Command addCompareCommand(CLI::App& app) {
       "compare", "Run two models under ONNX Runtime on the same inputs and compare every output (ai.graphcore ops mapped back)");
   compare->add_option("a", args->a, "The model before (ONNX file)")->required();
   compare->add_option("b", args->b, "The model after (ONNX file)")->required();
-  compare->add_option("--input", args->inputs, "NAME=FILE.npy: this input's data (others: random of the declared shape); repeatable");
+  compare->add_option("--input", args->inputs,
+                      "NAME=FILE.npy: this input's data; NAME=D,D,...: the shape of its random data (others: random of the "
+                      "declared shape); repeatable");
   compare->add_option("--rtol", args->options.rtol, "Relative tolerance: |a - b| <= atol + rtol * |b|")->capture_default_str();
   compare->add_option("--atol", args->options.atol, "Absolute tolerance")->capture_default_str();
   compare->add_option("--seed", args->options.seed, "Seed of the random inputs")->capture_default_str();
@@ -167,11 +234,15 @@ Command addCompareCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 30));
   compare->add_option("--dim", args->dims, "NAME=N: a symbolic input dimension's size (others: 1, or the other model's); repeatable");
-  compare->add_option("--val-range", args->valRange, "LO,HI: random floating-point inputs are drawn from [LO, HI) (default -1,1)");
+  compare->add_option("--val-range", args->valRanges,
+                      "[NAME=]LO,HI: random floating-point inputs (or input NAME) are drawn from [LO, HI) (default -1,1); "
+                      "repeatable");
   compare->add_flag("--equal-nan", args->options.equalNan, "NaN in both outputs at the same place agrees (numpy's equal_nan)");
   compare->add_flag("--json", args->json, "Print JSON");
   compare->footer("\nExamples:\n  graphrw compare model.onnx model.ipu.onnx\n"
                   "  graphrw compare model.onnx model.ipu.onnx --input input_ids=ids.npy --rtol 1e-3\n"
+                  "  graphrw compare bert.onnx bert.ipu.onnx --dim batch=2 --dim sequence=128 --val-range mask=0,1\n"
+                  "  graphrw compare a.onnx b.onnx --input x=1,3,224,224\n"
                   "  graphrw compare a.onnx b.onnx --json | jq '.outputs'\n"
                   "\nExit status: 0 when every output agrees within the tolerances, 1 when one does not.\n"
                   "Needs ONNX Runtime for Node.js (npm install --ignore-scripts onnxruntime-node@1.30.0; GRAPHRW_ORT_DIR).\n");

@@ -226,16 +226,53 @@ class Mapper {
   size_t counter_ = 0;
 };
 
+// Removes graphrw's and PopART's `__` attributes (ONNX Runtime's fusions copy
+// them onto its own ops, FusedGemm, and then refuse them) from a graph and its subgraphs.
+void stripPrivateAttributes(onnx::GraphProto& g) {
+  for (auto& n : *g.mutable_node()) {
+    auto* attrs = n.mutable_attribute();
+    for (int i = 0; i < attrs->size(); ++i) {
+      auto& a = *attrs->Mutable(i);
+      if (a.name().starts_with("__")) {
+        attrs->DeleteSubrange(i--, 1);
+        continue;
+      }
+      if (a.has_g()) stripPrivateAttributes(*a.mutable_g());
+      for (auto& sub : *a.mutable_graphs()) stripPrivateAttributes(sub);
+    }
+  }
+}
+
+// Each input of the model: its dimensions, a number or a symbolic name (null: unknown).
+nlohmann::json inputShapes(const ir::Model& m) {
+  nlohmann::json shapes = nlohmann::json::object();
+  for (const auto& in : m.graph().inputs()) {
+    if (in.value->isInitializer()) continue;
+    const onnx::TypeProto* t = in.value->type();
+    if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) continue;
+    nlohmann::json dims = nlohmann::json::array();
+    for (const auto& d : t->tensor_type().shape().dim())
+      dims.push_back(d.has_dim_value() ? nlohmann::json(d.dim_value())
+                     : d.has_dim_param() ? nlohmann::json(d.dim_param()) : nlohmann::json());
+    shapes[in.value->name()] = dims;
+  }
+  return shapes;
+}
+
 // Runs node with the runner; returns its JSON.
 nlohmann::json runNode(const std::string& ortDir, const ScratchDir& dir, const fs::path& a, const fs::path& b,
-                       const CompareOptions& options) {
+                       const CompareOptions& options, const nlohmann::json& twin) {
   {
     std::ofstream(dir / "runner.js") << kRunner;
+    nlohmann::json ranges = nlohmann::json::object(), shapes = nlohmann::json::object();
+    for (const auto& [name, r] : options.valRanges) ranges[name] = {r.first, r.second};
+    for (const auto& [name, dims] : options.shapes) shapes[name] = dims;
     nlohmann::json o = {{"rtol", options.rtol},     {"atol", options.atol},
                         {"seed", options.seed},     {"intMax", options.intMax},
                         {"inputs", options.inputs}, {"dims", options.dims},
+                        {"shapes", shapes},         {"valRanges", ranges},
                         {"valRange", {options.valRange.first, options.valRange.second}},
-                        {"equalNan", options.equalNan}};
+                        {"equalNan", options.equalNan}, {"twin", twin}};
     std::ofstream(dir / "options.json") << o.dump();
   }
   std::string out = (dir / "result.json").string(), err = (dir / "stderr.txt").string();
@@ -295,7 +332,20 @@ onnx::ModelProto standardOnnx(ir::Model& model) {
   Mapper(*m.mutable_graph(), opset).run();
   for (int i = 0; i < m.opset_import_size(); ++i)
     if (m.opset_import(i).domain() == "ai.graphcore") m.mutable_opset_import()->DeleteSubrange(i--, 1);
+  stripPrivateAttributes(*m.mutable_graph());
   return m;
+}
+
+bool runsAsIs(const ir::Model& model) {
+  bool asIs = true;
+  model.walkGraphs([&](const ir::Graph& g) {
+    for (const auto& n : g.nodes()) {
+      if (n->domain() == "ai.graphcore") asIs = false;
+      for (const auto& a : n->attributes())
+        if (a.name().starts_with("__")) asIs = false;
+    }
+  });
+  return asIs;
 }
 
 std::string findOnnxRuntime() {
@@ -324,7 +374,7 @@ std::string findOnnxRuntime() {
              "in a folder and set GRAPHRW_ORT_DIR to it (or `npm install -g --ignore-scripts onnxruntime-node@1.30.0`)");
 }
 
-nlohmann::json compareModels(ir::Model& a, ir::Model& b, const CompareOptions& options) {
+nlohmann::json compareModels(CompareModel a, CompareModel b, const CompareOptions& options) {
   std::string ort = findOnnxRuntime();
   ScratchDir dir;
   for (const auto& [name, file] : options.inputs) {
@@ -333,14 +383,30 @@ nlohmann::json compareModels(ir::Model& a, ir::Model& b, const CompareOptions& o
   }
   CompareOptions resolved = options;
   for (auto& [name, file] : resolved.inputs) file = fs::absolute(file).string();
-  auto write = [&](ir::Model& m, const std::string& file) {
-    onnx::ModelProto p = standardOnnx(m);
-    std::ofstream out(dir / file, std::ios::binary);
-    if (!p.SerializeToOstream(&out)) fail(ExitCode::OutputFailed, "cannot write a temporary model");
+  nlohmann::json twin = inputShapes(*b.model);
+  // ONNX Runtime reads a model's own file when nothing needs mapping;
+  // otherwise a standard-ONNX copy. Either way graphrw's IR is released
+  // before ONNX Runtime starts, so only one side's session is alive at a time.
+  nlohmann::json how;
+  auto side = [&](CompareModel& m, const std::string& copy) -> fs::path {
+    fs::path file;
+    bool asIs = m.file != "-" && runsAsIs(*m.model);
+    how[copy.substr(0, 1)] = asIs ? "file" : "standard ONNX copy";
+    if (asIs) {
+      file = fs::absolute(m.file);
+    } else {
+      onnx::ModelProto p = standardOnnx(*m.model);
+      std::ofstream out(dir / copy, std::ios::binary);
+      if (!p.SerializeToOstream(&out)) fail(ExitCode::OutputFailed, "cannot write a temporary model");
+      file = dir / copy;
+    }
+    m.model.reset();
+    return file;
   };
-  write(a, "a.onnx");
-  write(b, "b.onnx");
-  return runNode(ort, dir, dir / "a.onnx", dir / "b.onnx", resolved);
+  fs::path fileA = side(a, "a.onnx"), fileB = side(b, "b.onnx");
+  auto result = runNode(ort, dir, fileA, fileB, resolved, twin);
+  result["run"] = how;
+  return result;
 }
 
 std::string renderComparison(const nlohmann::json& result, const CompareOptions& compareOptions) {
@@ -379,6 +445,11 @@ std::string renderComparison(const nlohmann::json& result, const CompareOptions&
       os << "       NaN " << nan["a"].get<int64_t>() << " in A, " << nan["b"].get<int64_t>() << " in B; Inf "
          << inf["a"].get<int64_t>() << " in A, " << inf["b"].get<int64_t>() << " in B"
          << (compareOptions.equalNan ? " (--equal-nan)" : "") << "\n";
+    if (out["mismatched"] != 0 && out["max_abs"] != 0) {
+      std::string counts;
+      for (const auto& c : out["histogram"]["counts"]) counts += " " + std::to_string(c.get<int64_t>());
+      os << "       |A-B| in 10 bins over [0, " << number(out["histogram"]["max"]) << "]:" << counts << "\n";
+    }
     if (out["mismatched"] != 0) {
       std::string index;
       for (const auto& i : out["worst"]["index"]) index += (index.empty() ? "" : ",") + std::to_string(i.get<int64_t>());

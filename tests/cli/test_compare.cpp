@@ -327,7 +327,7 @@ g (float[batch, seq] x) => (float[batch, seq] y) {
       {"--dim seq=0", "--dim 'seq=0': expected NAME=N"},
       {"--dim seq=2.5", "--dim 'seq=2.5': expected NAME=N"},
       {"--dim seq=2 --dim seq=3", "--dim: 'seq' is given twice"},
-      {"--val-range 1,0", "--val-range '1,0': expected LO,HI"},
+      {"--val-range 1,0", "--val-range '1,0': expected [NAME=]LO,HI"},
       {"--val-range 0,inf", "--val-range '0,inf'"},
       {"--val-range 0", "--val-range '0'"},
   };
@@ -337,4 +337,128 @@ g (float[batch, seq] x) => (float[batch, seq] y) {
     CHECK(r.status == 2);
     CHECK_THAT(r.err, Catch::Contains(says));
   }
+}
+
+TEST_CASE("compare: a placed pooler (Gemm + Tanh, fused by ONNX Runtime) compares equal; files run as they are",
+          "[cli][compare][graphcore]") {
+  graphrw::test::TempDir dir;
+  // A BERT pooler: the first token's hidden state through Gemm and Tanh.
+  // ONNX Runtime fuses Gemm + Tanh into FusedGemm and copies the node's
+  // attributes onto it: a `__ipu_number` there made it refuse the model.
+  writeModel(dir / "pooler.onnx", R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, 4, 3] hidden) => (float[2, 3] pooled)
+  <float[3, 3] w = {0.1, 0.2, 0.3, -0.4, 0.5, 0.6, 0.7, -0.8, 0.9}, float[3] b = {0.01, 0.02, -0.03},
+   int64[1] first = {0}, int64[1] one = {1}, int64[1] axis = {1}> {
+  s = Slice (hidden, first, one, axis)
+  f = Squeeze (s, axis)
+  h = Gemm <transB = 1> (f, w, b)
+  pooled = Tanh (h)
+}
+)");
+  auto placed = run(bin() + " place " + q(dir / "pooler.onnx") + " --stage op_type=Slice --stage op_type=Gemm --ipus 0,1 -o " +
+                    q(dir / "placed.onnx"));
+  REQUIRE(placed.status == 0);
+  REQUIRE_THAT(graphrw::test::readFile(dir / "placed.onnx"), Catch::Contains("__ipu_number"));
+  auto r = run(bin() + " compare " + q(dir / "pooler.onnx") + " " + q(dir / "placed.onnx") + " --json");
+  INFO(r.err);
+  CHECK(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["ok"] == true);
+  // The original runs from its own file; the placed model from a copy without `__` attributes.
+  CHECK(j["run"] == nlohmann::json{{"a", "file"}, {"b", "standard ONNX copy"}});
+}
+
+TEST_CASE("compare: --input shapes, per-input value ranges, the histogram line", "[cli][compare]") {
+  graphrw::test::TempDir dir;
+  writeModel(dir / "a.onnx", R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[batch, seq] x, int64[batch, seq] ids) => (float[batch, seq] y, int64[batch, seq] z) {
+  y = Relu (x)
+  z = Identity (ids)
+}
+)");
+  // B adds 1 where x > 0.5.
+  writeModel(dir / "b.onnx", R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[batch, seq] x, int64[batch, seq] ids) => (float[batch, seq] y, int64[batch, seq] z) {
+  r = Relu (x)
+  h = Constant <value = float {0.5}> ()
+  g = Greater (x, h)
+  f = Cast <to = 1> (g)
+  y = Add (r, f)
+  z = Identity (ids)
+}
+)");
+  const auto a = q(dir / "a.onnx"), b = q(dir / "b.onnx");
+  auto r = run(bin() + " compare " + a + " " + a + " --input x=3,5 --input ids=[3,5] --val-range ids=[100,104] --json");
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["inputs"][0]["dims"] == nlohmann::json::array({3, 5}));
+  CHECK(j["inputs"][1]["dims"] == nlohmann::json::array({3, 5}));
+  CHECK(j["dims_set_to_1"].empty());
+  // z echoes ids: the output's values show the range was used for the integer input.
+  r = run(bin() + " compare " + a + " " + b + " --input x=3,5 --input ids=3,5 --val-range ids=100,104 --val-range 0.6,0.9 --json");
+  CHECK(r.status == 1);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["outputs"][0]["mismatched"] == 15);  // every x in [0.6, 0.9): every y differs by 1
+  CHECK(j["outputs"][0]["histogram"]["counts"] == nlohmann::json::array({0, 0, 0, 0, 0, 0, 0, 0, 0, 15}));
+  CHECK(j["outputs"][1]["mismatched"] == 0);
+  auto idsWorst = j["outputs"][1]["worst"]["a"].get<double>();
+  CHECK((idsWorst >= 100 && idsWorst < 104));
+  // Values in [-1, 1): some differ, the histogram splits zeros from ones.
+  r = run(bin() + " compare " + a + " " + b + " --input x=4,8 --input ids=4,8");
+  CHECK(r.status == 1);
+  CHECK_THAT(r.out, Catch::Contains("|A-B| in 10 bins over [0, 1]: "));
+  auto hist = r.out.substr(r.out.find("10 bins over [0, 1]: ") + 21);
+  hist = hist.substr(0, hist.find('\n'));
+  int zeros = 0, ones = 0, middle = 0;
+  std::sscanf(hist.c_str(), "%d %*d %*d %*d %*d %*d %*d %*d %d %d", &zeros, &middle, &ones);
+  CHECK(zeros + ones == 32);
+  CHECK(ones > 0);
+  CHECK(middle == 0);
+
+  const std::pair<std::string, std::string> bad[] = {
+      {"--input x=3", "--input x: 1 dimensions given, the input has 2"},
+      {"--input x=3,-1", "--input 'x=3,-1': a shape is D,D,..."},
+      {"--input nope=3,4", "--input nope=...: "},
+      {"--input x=3,4 --input x=3,5", "--input: 'x' is given twice"},
+      {"--val-range nope=0,1", "--val-range nope=...: "},
+      {"--val-range x=1,0", "--val-range 'x=1,0': expected [NAME=]LO,HI"},
+      {"--val-range =0,1", "--val-range '=0,1'"},
+      {"--val-range 0,1 --val-range -1,1", "--val-range: the default range is given twice"},
+      {"--val-range x=0,1 --val-range x=0,2", "--val-range: 'x' is given twice"},
+  };
+  for (const auto& [args, says] : bad) {
+    INFO(args);
+    auto e = run(bin() + " compare " + a + " " + b + " " + args);
+    CHECK(e.status == 2);
+    CHECK_THAT(e.err, Catch::Contains(says));
+  }
+  // A fixed dimension must agree.
+  writeModel(dir / "fixed.onnx", R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, seq] x) => (float[2, seq] y) { y = Relu (x) }
+)");
+  auto e = run(bin() + " compare " + q(dir / "fixed.onnx") + " " + q(dir / "fixed.onnx") + " --input x=3,4");
+  CHECK(e.status == 2);
+  CHECK_THAT(e.err, Catch::Contains("--input x: dimension 0 is fixed at 2, not 3"));
+}
+
+TEST_CASE("compare finds the ONNX Runtime bootstrap installs, from any folder, without GRAPHRW_ORT_DIR",
+          "[cli][compare][install]") {
+  graphrw::test::TempDir dir;
+  writeModel(dir / "a.onnx", R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, 3] x) => (float[2, 3] y) { y = Relu (x) }
+)");
+  // bash .ci/bootstrap (and --tool --with-compare) installs it in npm's global folder.
+  auto r = run("cd " + q(dir / "") + " && env -u GRAPHRW_ORT_DIR -u NODE_PATH " + bin() + " compare a.onnx a.onnx");
+  INFO(r.err);
+  CHECK(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("same outputs within"));
+  // A typo in bootstrap's options stops it before it installs anything.
+  auto typo = run("bash " + q(fs::path(GRAPHRW_SOURCE_DIR) / ".ci" / "bootstrap") + " --tool --with-comapre");
+  CHECK(typo.status == 2);
+  CHECK_THAT(typo.err, Catch::Contains("bootstrap: unknown option '--with-comapre' (--tool, --with-compare)"));
 }
