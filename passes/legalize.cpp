@@ -176,7 +176,7 @@ class LegalizePass final : public Pass {
     // pipelined PopART copies no initializer between IPUs.
     fold.shareDuplicates = false;
     step("fold", createFoldPass(fold));
-    if (size_t n = legalize_detail::removeIdentityDropouts(rw, model)) steps["dropout_identity_removed"] = n;
+    if (size_t n = legalize_detail::removeIdentityDropouts(rw, model, !training())) steps["dropout_identity_removed"] = n;
     nlohmann::json rewritten = nlohmann::json::object();
     for (const Pattern& p : patterns_)
       if (size_t n = p.rewrite(model, rw, model.graph())) rewritten[p.name()] = rewritten.value(p.name(), 0) + n;

@@ -94,14 +94,19 @@ nlohmann::json ParameterSnapshot::check(const Model& model) const {
   return {{"count", entries_.size()}, {"bytes", bytes}};
 }
 
-size_t removeIdentityDropouts(Rewriter& rw, Model& model) {
+size_t removeIdentityDropouts(Rewriter& rw, Model& model, bool inference) {
   size_t removed = 0;
   eachNode(model, [&](Node* n) {
     if (!isOnnxOp(*n, "Dropout") || !n->input(0) || !n->output(0) || n->output(0)->graphOutputCount() > 0) return;
     if (n->outputs().size() > 1 && isRead(n->output(1))) return;
     // Before opset 12 the ratio is an attribute and training is the session's.
     bool identity = false;
-    if (model.opsetVersion("").value_or(12) >= 12) {
+    if (inference) {
+      // An inference session drops nothing, whatever the export's training_mode
+      // (PopART applies Dropout in training sessions only); a training_mode fed
+      // by a graph input is the user's to set, and stays.
+      identity = !(n->input(2) && n->input(2)->isGraphInput());
+    } else if (model.opsetVersion("").value_or(12) >= 12) {
       auto training = n->input(2) ? scalarOf(n->input(2)) : std::optional<double>(0.0);
       auto ratio = n->input(1) ? scalarOf(n->input(1)) : std::optional<double>(0.5);
       identity = (training && *training == 0.0) || (ratio && *ratio == 0.0);

@@ -35,9 +35,10 @@ class ParameterSnapshot {
   std::map<std::string, Entry> entries_;
 };
 
-// Dropouts that do nothing (ratio 0, or not in training mode) with an unread
+// Dropouts that do nothing (ratio 0, or not in training mode; for an inference
+// model, every one whose training_mode is not a graph input) with an unread
 // mask are removed: their readers read the input. Returns how many.
-size_t removeIdentityDropouts(ir::Rewriter& rw, ir::Model& model);
+size_t removeIdentityDropouts(ir::Rewriter& rw, ir::Model& model, bool inference);
 
 // Reshape and Expand whose output has their input's static shape (what the
 // LayerNormalization replacement applies to a scale of size C) are removed,

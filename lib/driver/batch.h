@@ -17,6 +17,7 @@ struct BatchItem {
   int exitCode = 0;
   std::string error;  // one line
   size_t warnings = 0;  // warning and error log lines the conversion wrote
+  std::vector<std::string> unchanged;  // names of the passes that changed nothing
   nlohmann::json report = nlohmann::json::array();  // the pass report, when asked
 };
 

@@ -35,11 +35,18 @@ struct PipelineFlags {
   bool verifyEach = false;
   bool quiet = false;
   bool dryRun = false;
+  bool strict = false;  // a pass that changed nothing is an error
   std::string printIrAfter;
   size_t stopAfter = 0;
   void add(CLI::App* cmd);
   PipelineOptions options() const;
 };
+
+// The passes of a pass-manager report that changed nothing, as "outline (0 matched)".
+std::vector<std::string> unchangedPasses(const nlohmann::json& report);
+// Says which passes changed nothing (an info line), or with --strict fails
+// (ExitCode::Findings) naming them.
+void checkUnchanged(const nlohmann::json& report, const PipelineFlags& flags);
 
 // Without -o a command writes beside its input under a name that says what it did.
 std::string outputPath(const std::string& input, const std::string& requested, const std::string& what);

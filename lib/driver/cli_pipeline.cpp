@@ -55,6 +55,7 @@ void PipelineFlags::add(CLI::App* cmd) {
     cmd->add_flag("--verify-each", verifyEach, "Run the IR verifier after every pass");
     cmd->add_flag("--dry-run", dryRun, "Run the passes and report what they would change; write nothing");
     cmd->add_option("--print-ir-after", printIrAfter, "Print the IR as ONNX text to stderr after this pass (name, index or all)");
+    cmd->add_flag("--strict", strict, "A pass that changed nothing is an error (exit 1), for CI");
     cmd->add_option("--stop-after", stopAfter, "Run only the first N passes (for bisecting)")->check(CLI::PositiveNumber);
 }
 
@@ -64,6 +65,23 @@ PipelineOptions PipelineFlags::options() const {
   if (stopAfter > 0) o.stopAfter = stopAfter;
   o.printIrAfter = printIrAfter;
   return o;
+}
+
+std::vector<std::string> unchangedPasses(const nlohmann::json& report) {
+  std::vector<std::string> idle;
+  for (const auto& entry : report)
+    if (!entry.value("changed", true))
+      idle.push_back(entry.at("pass").get<std::string>() + " (" + std::to_string(entry.value("matched", size_t{0})) +
+                     " matched)");
+  return idle;
+}
+
+void checkUnchanged(const nlohmann::json& report, const PipelineFlags& flags) {
+  std::string list;
+  for (const auto& p : unchangedPasses(report)) list += (list.empty() ? "" : ", ") + p;
+  if (list.empty()) return;
+  if (flags.strict) fail(ExitCode::Findings, "--strict: a pass changed nothing: " + list);
+  spdlog::info("changed nothing: {}", list);
 }
 
 void writeText(const std::string& path, const std::string& text) {
@@ -120,6 +138,7 @@ int runPipeline(const std::string& input, const std::string& out, std::vector<st
   PassManager pm(flags.options());
   for (auto& p : passes) pm.add(std::move(p));
   auto report = pm.run(*model);
+  checkUnchanged(report, flags);
   if (flags.dryRun) {
     // Nothing is written: the report is the result (stdout unless --report names a file).
     PipelineFlags reportOnly = flags;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -123,9 +124,11 @@ class BatchProgress {
 // The summary line on stderr, each failure under it, and the report file.
 int summarise(const std::vector<BatchItem>& items, const RunArgs& args, const PipelineFlags& flags, double seconds) {
   size_t failed = 0, warnings = 0, warnedModels = 0;
+  std::map<std::string, size_t> unchanged;  // pass -> models where it changed nothing
   nlohmann::json reports = nlohmann::json::array();
   for (const auto& item : items) {
     if (!item.ok) ++failed;
+    for (const auto& pass : std::set<std::string>(item.unchanged.begin(), item.unchanged.end())) ++unchanged[pass];
     warnings += item.warnings;
     warnedModels += item.warnings > 0;
     reports.push_back({{"model", item.input},
@@ -133,6 +136,7 @@ int summarise(const std::vector<BatchItem>& items, const RunArgs& args, const Pi
                        {"ok", item.ok},
                        {"error", item.error},
                        {"warnings", item.warnings},
+                       {"unchanged_passes", item.unchanged},
                        {"passes", item.report}});
   }
   char took[32];
@@ -142,11 +146,17 @@ int summarise(const std::vector<BatchItem>& items, const RunArgs& args, const Pi
     std::cerr << "graphrw: " << (flags.dryRun ? "checked " : "converted ") << items.size() - failed << ", failed " << failed
             << ", " << warnings << " warning" << (warnings == 1 ? "" : "s") << " in " << warnedModels << " model"
             << (warnedModels == 1 ? "" : "s") << ", " << took << " s\n";
+  if (!flags.quiet && !unchanged.empty()) {
+    std::string list;
+    for (const auto& [pass, n] : unchanged)
+      list += (list.empty() ? "" : ", ") + pass + " in " + std::to_string(n) + " model" + (n == 1 ? "" : "s");
+    std::cerr << "graphrw: changed nothing: " << list << "\n";
+  }
   for (const auto& item : items)
     if (!item.ok) std::cerr << "graphrw:   " << errorLine(item) << "\n";
   nlohmann::json summary = {{"models", items.size()}, {"converted", items.size() - failed}, {"failed", failed},
                             {"warnings", warnings}, {"models_with_warnings", warnedModels}, {"seconds", seconds},
-                            {"dry_run", flags.dryRun}};
+                            {"dry_run", flags.dryRun}, {"unchanged_passes", unchanged}};
   if (!flags.report.empty())
     writeText(flags.report, nlohmann::json{{"rules", args.rules}, {"summary", summary}, {"models", reports}}.dump(2) + "\n");
   return failed ? static_cast<int>(ExitCode::BadInput) : 0;
@@ -185,6 +195,9 @@ int runBatchCommand(const RunArgs& args) {
     PassManager pm(flags.options());
     for (const auto& p : rules.passes) pm.add(p);
     auto report = pm.run(*model);
+    for (const auto& entry : report)
+      if (!entry.value("changed", true)) item.unchanged.push_back(entry.at("pass").get<std::string>());
+    checkUnchanged(report, flags);
     if (!flags.dryRun) {
       // The folder appears with the first model written, not before.
       std::call_once(madeOutDir, [&] {

@@ -657,6 +657,50 @@ TEST_CASE("quiet: -q silences the terminal only: the report is the same, warning
   CHECK(clean.err.empty());
 }
 
+TEST_CASE("passes that changed nothing: a summary line, --strict makes them an error, bundled rules on the example",
+          "[cli][batch]") {
+  graphrw::test::TempDir dir;
+  const std::string example = q(fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "bert-tiny.onnx");
+  // The bundled rule file on the bundled example: not one warning, nothing idle.
+  auto bundled = run(bin() + " run " + q(fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "popart.rules.json") + " " +
+                     example + " -o " + q(dir / "ipu.onnx"));
+  CHECK(bundled.status == 0);
+  CHECK_THAT(bundled.err, !Catch::Contains("warning") && !Catch::Contains("changed nothing"));
+
+  auto idle = run(bin() + " outline " + example + " --select op_type=Conv --allow-no-match -o " + q(dir / "o.onnx"));
+  CHECK(idle.status == 0);
+  CHECK_THAT(idle.err, Catch::Contains("info: changed nothing: outline (0 matched)"));
+  graphrw::test::writeFile(dir / "keep.onnx", "old");
+  auto strict = run(bin() + " outline " + example + " --select op_type=Conv --allow-no-match --strict -o " +
+                    q(dir / "keep.onnx"));
+  CHECK(strict.status == 1);
+  CHECK_THAT(strict.err, Catch::Contains("error: --strict: a pass changed nothing: outline (0 matched)"));
+  CHECK(graphrw::test::readFile(dir / "keep.onnx") == "old");
+  // A pass that changed something passes --strict.
+  CHECK(run(bin() + " outline " + example + " --select 'scope=/encoder/layer.*' --strict -o " + q(dir / "p.onnx")).status == 0);
+
+  // A batch: one summary line per pass that changed nothing, in the report too; --strict fails those models.
+  auto inputs = batchInputs(dir);
+  inputs.pop_back();  // the broken model
+  graphrw::test::writeFile(dir / "idle.json", R"({"version": 1, "passes": [
+    {"pass": "checkpoint", "after": [{"op_type": "MatMul"}]},
+    {"pass": "checkpoint", "after": [{"op_type": "Dropout"}], "allow_no_match": true}]})");
+  auto batch = run(bin() + " run " + q(dir / "idle.json") + joined(inputs) + " --out-dir " + q(dir / "a") + " --report " +
+                   q(dir / "a.json"));
+  CHECK(batch.status == 0);
+  CHECK_THAT(batch.err, Catch::Contains("graphrw: changed nothing: checkpoint in 5 models"));
+  auto report = nlohmann::json::parse(graphrw::test::readFile(dir / "a.json"));
+  CHECK(report["summary"]["unchanged_passes"] == nlohmann::json{{"checkpoint", 5}});
+  CHECK(report["models"][0]["unchanged_passes"] == nlohmann::json::array({"checkpoint"}));
+  CHECK(report["models"][0]["passes"][0]["changed"] == true);
+  auto strictBatch = run(bin() + " run " + q(dir / "idle.json") + joined(inputs) + " --out-dir " + q(dir / "b") +
+                         " --strict");
+  CHECK(strictBatch.status == 3);
+  CHECK_THAT(strictBatch.err, Catch::Contains("converted 0, failed 5") &&
+                                  Catch::Contains("--strict: a pass changed nothing: checkpoint (0 matched)"));
+  CHECK(!fs::exists(dir / "b"));
+}
+
 TEST_CASE("completion: bash completes commands, completion's shells, each option once", "[cli][completion]") {
   graphrw::test::TempDir dir;
   auto script = run(bin() + " completion bash");

@@ -339,7 +339,7 @@ g (float[batch, seq] x) => (float[batch, seq] y) {
   }
 }
 
-TEST_CASE("compare: a placed pooler (Gemm + Tanh, fused by ONNX Runtime) compares equal; files run as they are",
+TEST_CASE("compare: a placed pooler (Gemm + Tanh, fused by ONNX Runtime) compares equal, files run as they are",
           "[cli][compare][graphcore]") {
   graphrw::test::TempDir dir;
   // A BERT pooler: the first token's hidden state through Gemm and Tanh.

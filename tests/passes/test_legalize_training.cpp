@@ -202,6 +202,40 @@ g (float[2, 4] x) => (float[2, 4] y) {
     }
 }
 
+TEST_CASE("legalize inference: every Dropout goes, a training-mode one too, unless a graph input sets training_mode",
+          "[legalize][popart]") {
+  auto dropouts = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 15]>
+g (float[2, 4] x) => (float[2, 4] y) {
+  some = Constant <value = float {0.2}> ()
+  yes = Constant <value = bool {1}> ()
+  a = Dropout (x, some, yes)
+  b = Dropout (a, some)
+  y = Relu (b)
+}
+)");
+  passes::LegalizeOptions inference;
+  inference.mode = "inference";
+  nlohmann::json report;
+  auto legal = runPass(dropouts, passes::createLegalizePass(inference), &report);
+  INFO(report.dump());
+  CHECK(report["steps"]["dropout_identity_removed"] == 2);
+  CHECK(countOp(toProto(*legal), "Dropout") == 0);
+  // In training mode the training-mode Dropout stays (as Dropout-10 for PopART).
+  auto training = runPass(dropouts, passes::createLegalizePass({}), &report);
+  CHECK(countOp(toProto(*training), "Dropout") == 1);
+  // A training_mode the user feeds is theirs: kept, and opset 11 has no form for it.
+  auto fed = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 15]>
+g (float[2, 4] x, bool train) => (float[2, 4] y) {
+  some = Constant <value = float {0.2}> ()
+  y = Dropout (x, some, train)
+}
+)");
+  CHECK_THROWS_WITH(runPass(fed, passes::createLegalizePass(inference), &report),
+                    Catch::Contains("the node producing 'y' (ai.onnx::Dropout): training_mode 'train' is not a constant"));
+}
+
 TEST_CASE("opset --training: Dropout 12 and BatchNormalization 14 keep training below their opsets", "[opset][training]") {
   auto model = parseModel(R"(
 <ir_version: 8, opset_import: ["" : 15]>
