@@ -87,7 +87,7 @@ std::vector<CompletionOption> completionOptions(const CLI::App& cmd) {
     for (const auto& n : o->get_snames()) c.names.push_back("-" + n);
     for (const auto& n : o->get_lnames()) c.names.push_back("--" + n);
     c.help = o->get_description();
-    c.takesValue = o->get_type_size() > 0;
+    c.takesValue = o->get_expected_max() > 0;  // a flag expects none (its type size is still 1)
     c.choices = choicesOf(*o);
     std::string lower = c.help;
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });

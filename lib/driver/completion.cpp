@@ -82,9 +82,12 @@ std::string bashCompletion(const CompletionSpec& spec) {
 
 std::string zshCompletion(const CompletionSpec& spec) {
   std::ostringstream os;
-  auto specs = [&](const std::vector<CompletionOption>& options, const std::string& indent) {
+  const auto global = optionWords(spec.global);
+  // Each option once: a command's own -h/--help are the global ones.
+  auto specs = [&](const std::vector<CompletionOption>& options, const std::string& indent, bool skipGlobal) {
     for (const auto& o : options) {
       for (const auto& n : o.names) {
+        if (skipGlobal && std::find(global.begin(), global.end(), n) != global.end()) continue;
         os << indent << "'" << n << "[" << zshText(o.help) << "]";
         if (o.takesValue) {
           os << ":value:";
@@ -104,7 +107,7 @@ std::string zshCompletion(const CompletionSpec& spec) {
   os << "  )\n"
      << "  local curcontext=\"$curcontext\" state line\n"
      << "  _arguments -C \\\n";
-  specs(spec.global, "    ");
+  specs(spec.global, "    ", false);
   os << "    '1:command:->command' \\\n"
      << "    '*::argument:->argument'\n"
      << "  case $state in\n"
@@ -114,8 +117,8 @@ std::string zshCompletion(const CompletionSpec& spec) {
   for (const auto& c : spec.commands) {
     os << "        " << c.name << ")\n"
        << "          _arguments \\\n";
-    specs(spec.global, "            ");
-    specs(c.options, "            ");
+    specs(spec.global, "            ", false);
+    specs(c.options, "            ", true);
     if (c.name == "help") os << "            '1:command:(" << [&] {
       std::vector<std::string> names;
       for (const auto& x : spec.commands) names.push_back(x.name);

@@ -727,4 +727,27 @@ TEST_CASE("completion: bash completes commands, completion's shells, each option
     CHECK(n == 1);
   }
   CHECK(complete("graphrw legalize --target ''") == "popart\n");
+  // After a flag the next word is a file again (a flag takes no value).
+  CHECK(complete("graphrw validate --json " + q(dir / "c.b")) == (dir / "c.bash").string() + "\n");
+
+  // zsh: flags take no value, each option once per command, and the script parses.
+  auto zsh = run(bin() + " completion zsh");
+  REQUIRE(zsh.status == 0);
+  CHECK_THAT(zsh.out, Catch::Contains("'--json[Print JSON]' \\\n") && Catch::Contains("'-q[Only errors on stderr]' \\\n") &&
+                          Catch::Contains("'--rtol[Relative tolerance") && !Catch::Contains("'--json[Print JSON]:value:"));
+  std::istringstream zshLines(zsh.out);
+  std::map<std::string, int> specs;  // per command section
+  std::string section;
+  for (std::string l; std::getline(zshLines, l);) {
+    if (l.size() > 8 && l.starts_with("        ") && l.back() == ')' && l.find('\'') == std::string::npos) {
+      section = l;
+      specs.clear();
+    }
+    if (!section.empty() && l.find("['") == std::string::npos && l.find("'-") != std::string::npos) {
+      INFO(section << ": " << l);
+      CHECK(++specs[l] == 1);
+    }
+  }
+  graphrw::test::writeFile(dir / "_graphrw", zsh.out);
+  CHECK(run("zsh -n " + q(dir / "_graphrw")).status == 0);
 }
