@@ -6,7 +6,7 @@ cache warm, dirty pages flushed (untimed) before each run. Each command runs
 under graphrw-bench-spawn (posix_spawn + wait4), so time and peak RSS are the
 command's own, not this script's.
 
-  bench/run.py [--build build] [--runs 5] [--only io|external|scaling] [--overwrite] [--json out.json]
+  bench/run.py [--build build] [--runs 5] [--only io|external|scaling|compare] [--overwrite] [--json out.json]
                [--baseline OTHER_GRAPHRW]
 
 With --baseline, every graphrw command also runs with that binary (e.g. the
@@ -63,13 +63,18 @@ def tools(args):
     return (os.path.join(args.build, "tools", "graphrw", "graphrw"), os.path.join(args.build, "bench", "graphrw-bench-spawn"))
 
 
-def io_bench(args, out):
-    g, spawn = tools(args)
+def io_model(args, out):
     model = os.path.join(out, "bert-base.onnx")
     if not os.path.exists(model):
         subprocess.check_call([os.path.join(args.build, "bench", "graphrw-gen-bert"), "-o", model, "--layers", "12",
                                "--hidden", "768", "--heads", "12", "--intermediate", "3072", "--vocab", "30522",
                                "--seq", "128", "--batch", "1"])
+    return model
+
+
+def io_bench(args, out):
+    g, spawn = tools(args)
+    model = io_model(args, out)
     size = os.path.getsize(model)
     warm(model)
     outputs = [os.path.join(out, n) for n in ("copy.onnx", "converted.onnx", "expanded.onnx", "opset11.onnx", "popart.onnx",
@@ -100,6 +105,83 @@ def io_bench(args, out):
     return {"model": "bert-base (12 layers, hidden 768, embedded weights)" + (", outputs replaced" if args.overwrite else ", fresh outputs"), "bytes": size,
             "results": {k: dict(v, ratio_to_cp=v["median_s"] / base, rss_fraction_of_file=v["peak_rss_bytes"] / size)
                         for k, v in res.items()}}
+
+
+def tree_run(cmd, env):
+    """Runs cmd; its time and the peak of the summed RSS of it and every descendant
+    (graphrw compare's own memory and its ONNX Runtime process at the same time),
+    sampled every 2 ms from /proc."""
+    import time
+
+    def tree(pid):
+        pids = [pid]
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    for c in f.read().split():
+                        pids += tree(int(c))
+        except OSError:
+            pass
+        return pids
+
+    def rss(pid):
+        try:
+            with open(f"/proc/{pid}/statm") as f:
+                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except OSError:
+            return 0
+    os.sync()
+    start = time.monotonic()
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = 0
+    while p.poll() is None:
+        peak = max(peak, sum(rss(q) for q in tree(p.pid)))
+        time.sleep(0.002)
+    seconds = time.monotonic() - start
+    if p.returncode != 0:
+        sys.exit(f"bench: {' '.join(cmd)} failed with status {p.returncode}: {p.stderr.read().decode()[:300]}")
+    return seconds, peak
+
+
+def compare_bench(args, out):
+    """graphrw compare on BERT-base against the floor of any ONNX Runtime comparison
+    (bench/ort_floor.js: two sessions one after the other, outputs compared), for a
+    model ONNX Runtime reads as it is and for a PopART model graphrw maps back
+    (ai.graphcore ops written out, Calls inlined: a standard-ONNX copy)."""
+    g, _ = tools(args)
+    model = io_model(args, out)
+    popart = os.path.join(out, "compare-popart.onnx")
+    if not os.path.exists(popart):
+        subprocess.check_call([g, "-q", "run", os.path.join(ROOT, "examples", "popart.rules.json"), model, "-o", popart])
+    ort_dir = os.environ.get("GRAPHRW_ORT_DIR", os.path.join(ROOT, "tests", "ort"))
+    env = dict(os.environ, GRAPHRW_ORT_DIR=ort_dir, NODE_PATH=os.path.join(ort_dir, "node_modules"))
+    floor = ["node", os.path.join(ROOT, "bench", "ort_floor.js")]
+    # The floor cannot run the PopART model (no ai.graphcore kernels): both graphrw
+    # runs are measured against it on the original twice.
+    cmds = {
+        "ORT floor, same model twice": floor + [model, model],
+        "graphrw compare, same model twice": [g, "-q", "compare", model, model],
+        "graphrw compare, original vs PopART": [g, "-q", "compare", model, popart],
+    }
+    if BASELINE:
+        cmds["baseline compare, same model twice"] = [BASELINE, "-q", "compare", model, model]
+        cmds["baseline compare, original vs PopART"] = [BASELINE, "-q", "compare", model, popart]
+    times = {k: [] for k in cmds}
+    peaks = {k: 0 for k in cmds}
+    warm(model, popart)
+    for _ in range(args.runs):
+        for k, cmd in cmds.items():
+            t, r = tree_run(cmd, env)
+            times[k].append(t)
+            peaks[k] = max(peaks[k], r)
+    res = {k: {"median_s": statistics.median(v), "runs": v, "peak_tree_rss_bytes": peaks[k]} for k, v in times.items()}
+    for k in cmds:
+        if not k.startswith("ORT"):
+            base = res["ORT floor, same model twice"]
+            res[k]["ratio_to_floor"] = res[k]["median_s"] / base["median_s"]
+            res[k]["rss_ratio_to_floor"] = res[k]["peak_tree_rss_bytes"] / base["peak_tree_rss_bytes"]
+    return {"model": "bert-base (12 layers, hidden 768, local functions, embedded weights)",
+            "bytes": os.path.getsize(model), "results": res}
 
 
 def external_bench(args, out):
@@ -158,7 +240,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--only", choices=["io", "external", "scaling"])
+    ap.add_argument("--only", choices=["io", "external", "scaling", "compare"])
     ap.add_argument("--overwrite", action="store_true", help="io: each run replaces the previous run's output")
     ap.add_argument("--json")
     ap.add_argument("--baseline", help="another graphrw binary to run interleaved with this build's")
@@ -175,6 +257,14 @@ def main():
             for k, v in report[name]["results"].items():
                 print(f"  {k:10s} median {v['median_s']:.3f}s  x{v['ratio_to_cp']:.2f} of cp  "
                       f"peak RSS {v['peak_rss_bytes'] / 2**20:.1f} MiB ({100 * v['peak_rss_bytes'] / report[name]['bytes']:.1f}% of the data)")
+    if args.only in (None, "compare"):
+        report["compare"] = compare_bench(args, out)
+        print(f"compare: {report['compare']['model']}, {report['compare']['bytes'] / 2**20:.0f} MiB")
+        for k, v in report["compare"]["results"].items():
+            ratio = (f"  x{v['ratio_to_floor']:.2f} of the floor's time, x{v['rss_ratio_to_floor']:.2f} of its memory"
+                     if "ratio_to_floor" in v else "")
+            print(f"  {k:36s} median {v['median_s']:.3f}s  peak RSS (process tree) "
+                  f"{v['peak_tree_rss_bytes'] / 2**20:.0f} MiB{ratio}")
     if args.only in (None, "scaling"):
         report["scaling"] = scaling_bench(args, out)
         for k, v in report["scaling"]["results"].items():
