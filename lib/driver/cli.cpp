@@ -152,6 +152,7 @@ int main(int argc, char** argv) {
   commands.push_back(addConvertCommand(app));
   PassCommands passCommands(app);  // one subcommand per registered pass (passes/), from its declaration
   commands.push_back(addRunCommand(app, quiet));
+  commands.push_back(addReportCommand(app));
   commands.push_back(addSchemaCommand(app));
   std::string helpTopic;
   auto* help = app.add_subcommand("help", "Show the help of graphrw or of one command: graphrw help [COMMAND]");

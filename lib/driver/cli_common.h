@@ -77,6 +77,7 @@ Command addConvertCommand(CLI::App& app);
 // `quiet` is the global -q, read when the command runs.
 Command addRunCommand(CLI::App& app, const bool& quiet);
 Command addSchemaCommand(CLI::App& app);
+Command addReportCommand(CLI::App& app);
 Command addCompareCommand(CLI::App& app);
 Command addValidateCommand(CLI::App& app);
 

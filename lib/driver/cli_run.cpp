@@ -16,9 +16,11 @@
 #include "driver/cli_common.h"
 #include "driver/console.h"
 #include "driver/rules.h"
+#include "io/atomic_file.h"
 #include "io/loader.h"
 #include "support/error.h"
 #include "support/json_text.h"
+#include "support/text_file.h"
 
 namespace fs = std::filesystem;
 
@@ -122,7 +124,8 @@ class BatchProgress {
 };
 
 // The summary line on stderr, each failure under it, and the report file.
-int summarise(const std::vector<BatchItem>& items, const RunArgs& args, const PipelineFlags& flags, double seconds) {
+int summarise(const std::vector<BatchItem>& items, const RunArgs& args, const PipelineFlags& flags, double seconds,
+              const Shard& shard) {
   size_t failed = 0, warnings = 0, warnedModels = 0;
   std::map<std::string, size_t> unchanged;  // pass -> models where it changed nothing
   nlohmann::json reports = nlohmann::json::array();
@@ -157,6 +160,8 @@ int summarise(const std::vector<BatchItem>& items, const RunArgs& args, const Pi
   nlohmann::json summary = {{"models", items.size()}, {"converted", items.size() - failed}, {"failed", failed},
                             {"warnings", warnings}, {"models_with_warnings", warnedModels}, {"seconds", seconds},
                             {"dry_run", flags.dryRun}, {"unchanged_passes", unchanged}};
+  if (!args.shard.empty())  // graphrw report merge checks that every shard is there, once
+    summary["shard"] = {{"index", shard.index}, {"count", shard.count}, {"from", shard.from}};
   if (!flags.report.empty())
     writeText(flags.report, nlohmann::json{{"rules", args.rules}, {"summary", summary}, {"models", reports}}.dump(2) + "\n");
   return failed ? static_cast<int>(ExitCode::BadInput) : 0;
@@ -172,7 +177,10 @@ int runBatchCommand(const RunArgs& args) {
   const RuleFile rules = loadRules(args.rules);
   std::vector<std::string> all = checkBatchInputs(args.models, args.outDir);
   std::vector<BatchItem> items;
-  for (const auto& input : shardInputs(args.models, args.shard.empty() ? Shard{} : Shard::parse(args.shard))) {
+  const Shard shard = args.shard.empty() ? Shard{} : Shard::parse(args.shard);
+  if (!args.shard.empty() && shard.from != "--shard" && !flags.quiet)
+    std::cerr << "graphrw: shard " << shard.index << " of " << shard.count << " (from " << shard.from << ")\n";
+  for (const auto& input : shardInputs(args.models, shard)) {
     BatchItem item;
     item.input = input;
     item.output = (fs::path(args.outDir) / fs::path(input).filename()).string();
@@ -212,7 +220,7 @@ int runBatchCommand(const RunArgs& args) {
   runBatch(items, args.jobs, job,
            [&](const BatchItem& item, size_t done, size_t failed) { progress.finished(item, done, failed); });
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return summarise(items, args, flags, seconds);
+  return summarise(items, args, flags, seconds, shard);
 }
 
 }  // namespace
@@ -225,7 +233,9 @@ Command addRunCommand(CLI::App& app, const bool& quiet) {
   run->add_option("-o,--output", args->output, "Output file, or - for stdout (one model; default: MODEL.RULES.onnx)");
   run->add_option("--out-dir", args->outDir, "Folder for the outputs of several models (each keeps its input's name)");
   run->add_option("-j,--jobs", args->jobs, "Models converted at once")->capture_default_str()->check(CLI::Range(1, 256));
-  run->add_option("--shard", args->shard, "Take share I of N (0 <= I < N) of the sorted inputs");
+  run->add_option("--shard", args->shard,
+                  "I/N: take share I of N (0 <= I < N) of the sorted inputs; auto or auto/N: I (and N) from Slurm array "
+                  "jobs, Kubernetes Indexed Jobs or GNU parallel (docs/batch.md)");
   args->flags.add(run);
   args->external.add(run);
   run->footer("\nExamples:\n  graphrw run examples/popart.rules.json model.onnx -o model.ipu.onnx\n"
@@ -241,6 +251,48 @@ Command addRunCommand(CLI::App& app, const bool& quiet) {
             RuleFile rules = loadRules(args->rules);  // every error before the model is even read
             std::string out = outputPath(input, args->output, rulesTag(args->rules));
             return runPipeline(input, out, std::move(rules.passes), args->flags, args->external);
+          }};
+}
+
+Command addReportCommand(CLI::App& app) {
+  struct Args {
+    std::string action, output;
+    std::vector<std::string> reports;
+  };
+  auto args = std::make_shared<Args>();
+  auto* report = app.add_subcommand("report", "Merge the --report files of a batch's shards into one: graphrw report merge");
+  report->add_option("action", args->action, "merge")->required()->check(CLI::IsMember({"merge"}));
+  report->add_option("reports", args->reports, "Report files of graphrw run --shard ... --report")->required();
+  report->add_option("-o,--output", args->output, "The merged report file (default: - for stdout)");
+  report->footer("\nExamples:\n  graphrw report merge reports/*.json -o report.json\n"
+                 "\nPrints the summary line of the whole batch on stderr. Exit status: 0 when every model converted, 3 when\n"
+                 "one failed or the reports do not belong together (another rule file, a model twice, a shard missing).\n");
+  return {report, [args] {
+            if (!args->output.empty() && args->output != "-") checkOutputPath(args->output);
+            std::vector<std::pair<std::string, nlohmann::json>> reports;
+            for (const auto& file : args->reports) {
+              try {
+                reports.emplace_back(file, nlohmann::json::parse(readTextFile(file, "report")));
+              } catch (const nlohmann::json::exception& e) {
+                badInput("report merge: " + file + ": not JSON (" + e.what() + ")");
+              }
+            }
+            nlohmann::json merged = mergeReports(reports);
+            const auto& s = merged["summary"];
+            char took[32];
+            std::snprintf(took, sizeof took, "%.1f", s["seconds"].get<double>());
+            std::cerr << "graphrw: " << s["shards"].get<size_t>() << " shards: " << (s["dry_run"].get<bool>() ? "checked " : "converted ")
+                      << s["converted"].get<size_t>() << ", failed " << s["failed"].get<size_t>() << ", "
+                      << s["warnings"].get<size_t>() << " warnings in " << s["models_with_warnings"].get<size_t>()
+                      << " models, " << took << " s\n";
+            for (const auto& m : merged["models"])
+              if (!m.value("ok", false))
+                std::cerr << "graphrw:   " << escapeControl(m.value("error", std::string()).starts_with(m.value("model", std::string()))
+                                                              ? m.value("error", std::string())
+                                                              : m.value("model", std::string()) + ": " + m.value("error", std::string()))
+                          << "\n";
+            writeText(args->output.empty() ? "-" : args->output, merged.dump(2) + "\n");
+            return s["failed"].get<size_t>() ? static_cast<int>(ExitCode::BadInput) : 0;
           }};
 }
 

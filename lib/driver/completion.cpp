@@ -62,8 +62,9 @@ std::string bashCompletion(const CompletionSpec& spec) {
     }
     os << "      esac\n";
     if (c.name == "help") os << "      [[ \"$cur\" != -* ]] && { COMPREPLY=( $(compgen -W \"" << join(names) << "\" -- \"$cur\") ); return; }\n";
-    if (!c.positionalChoices.empty())
-      os << "      [[ \"$cur\" != -* ]] && { COMPREPLY=( $(compgen -W \"" << join(c.positionalChoices) << "\" -- \"$cur\") ); return; }\n";
+    if (!c.positionalChoices.empty())  // the first word after the command (report merge FILE...)
+      os << "      [[ \"$cur\" != -* && \"$prev\" == " << c.name << " ]] && { COMPREPLY=( $(compgen -W \""
+         << join(c.positionalChoices) << "\" -- \"$cur\") ); return; }\n";
     os << "      ;;\n";
   }
   os << "    \"\")\n"
@@ -124,7 +125,9 @@ std::string zshCompletion(const CompletionSpec& spec) {
       for (const auto& x : spec.commands) names.push_back(x.name);
       return join(names);
     }() << ")'\n";
-    else if (!c.positionalChoices.empty()) os << "            '1:value:(" << join(c.positionalChoices) << ")'\n";
+    else if (!c.positionalChoices.empty())
+      os << "            '1:value:(" << join(c.positionalChoices) << ")'" << (c.filePositionals ? " \\\n            '*:file:_files'" : "")
+         << "\n";
     else if (c.filePositionals) os << "            '*:file:_files'\n";
     else os << "            ''\n";
     os << "          ;;\n";

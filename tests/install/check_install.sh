@@ -36,7 +36,7 @@ def walk(x):
 walk(s)
 print("\n".join(sorted(names)))')
 [ "$(echo "$passes" | wc -w)" -ge 11 ] || fail "graphrw schema names $(echo "$passes" | wc -w) passes"
-for cmd in inspect convert run schema help compare completion validate $passes; do
+for cmd in inspect convert run report schema help compare completion validate $passes; do
   echo "$listed" | grep -qx "$cmd" || fail "graphrw --help does not list $cmd"
 done
 for cmd in $listed; do
