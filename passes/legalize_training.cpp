@@ -65,8 +65,14 @@ ParameterSnapshot::Entry ParameterSnapshot::entryOf(const Value& v) {
 
 ParameterSnapshot ParameterSnapshot::of(const Model& model) {
   ParameterSnapshot s;
-  for (const auto& v : model.graph().values())
-    if (v->isInitializer()) s.entries_.emplace(v->name(), entryOf(*v));
+  for (const auto& v : model.graph().values()) {
+    if (!v->isInitializer()) continue;
+    // A Dropout's ratio or training_mode is no parameter: below opset 12 it
+    // becomes the ratio attribute (or the session's mode), and nothing trains it.
+    bool dropoutSetting = !v->uses().empty() && !v->isGraphInput() && v->graphOutputCount() == 0;
+    for (const auto& u : v->uses()) dropoutSetting &= isOnnxOp(*u.node, "Dropout") && u.index >= 1;
+    if (!dropoutSetting) s.entries_.emplace(v->name(), entryOf(*v));
+  }
   return s;
 }
 

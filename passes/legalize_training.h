@@ -15,7 +15,9 @@
 namespace graphrw::passes::legalize_detail {
 
 // The main graph's initializers as the input had them: name -> type, shape,
-// a hash of the bytes, and whether something read it.
+// a hash of the bytes, and whether something read it. Those read only as a
+// Dropout's ratio or training_mode are left out (no parameter: below opset 12
+// they become an attribute).
 class ParameterSnapshot {
  public:
   static ParameterSnapshot of(const ir::Model& model);

@@ -236,6 +236,30 @@ g (float[2, 4] x, bool train) => (float[2, 4] y) {
                     Catch::Contains("the node producing 'y' (ai.onnx::Dropout): training_mode 'train' is not a constant"));
 }
 
+TEST_CASE("legalize training: a Dropout ratio held in an initializer becomes the attribute, no defect reported",
+          "[legalize][popart][training]") {
+  // The ratio and training_mode as initializers (not Constant nodes): they were
+  // counted as parameters, and their going was reported as a graphrw defect (exit 70).
+  auto model = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, 4] x) => (float[2, 4] y) <float r = {0.1}, bool t = {1}, float[4] w = {1.0, 2.0, 3.0, 4.0}> {
+  d = Dropout (x, r, t)
+  y = Mul (d, w)
+}
+)");
+  nlohmann::json report;
+  auto legal = runPass(model, passes::createLegalizePass({}), &report);
+  INFO(report.dump());
+  CHECK(report["parameters_kept"]["count"] == 1);  // w
+  auto out = toProto(*legal);
+  REQUIRE(countOp(out, "Dropout") == 1);
+  for (const auto& n : out.graph().node())
+    if (n.op_type() == "Dropout") {
+      REQUIRE(n.attribute_size() == 1);
+      CHECK(n.attribute(0).f() == Approx(0.1f));
+    }
+}
+
 TEST_CASE("opset --training: Dropout 12 and BatchNormalization 14 keep training below their opsets", "[opset][training]") {
   auto model = parseModel(R"(
 <ir_version: 8, opset_import: ["" : 15]>
