@@ -78,7 +78,7 @@ def io_bench(args, out):
     size = os.path.getsize(model)
     warm(model)
     outputs = [os.path.join(out, n) for n in ("copy.onnx", "converted.onnx", "expanded.onnx", "opset11.onnx", "popart.onnx",
-                                              "patterns.onnx")]
+                                              "patterns.onnx", "training.onnx")]
 
     def fresh():
         # Each command writes a new file (as a batch conversion into an empty folder
@@ -97,6 +97,8 @@ def io_bench(args, out):
         "opset 11": [g, "-q", "opset", model, "--to", "11", "-o", outputs[3]],
         # issue 14: the whole PopART preparation (legalize, Dropout, checkpoint, outline per layer)
         "popart rules": [g, "-q", "run", os.path.join(ROOT, "examples", "popart.rules.json"), model, "-o", outputs[4]],
+        # issue 27: legalize in training mode (every parameter kept and checked against the input)
+        "legalize training": [g, "-q", "legalize", model, "--mode", "training", "-o", outputs[6]],
         # issue 15: the whole pattern library
         "pattern library": [g, "-q", "run", os.path.join(ROOT, "bench", "rules", "pattern-library.rules.json"), model,
                             "-o", outputs[5]],

@@ -58,9 +58,28 @@ void bypass(Rewriter& rw, Node* n) {
 
 ParameterSnapshot::Entry ParameterSnapshot::entryOf(const Value& v) {
   const Tensor& t = *v.initializer();
-  HostTensor host = readTensor(t);
-  return {t.dataType(), t.dims(), static_cast<uint64_t>(host.data.size()), std::hash<std::string_view>{}(host.data),
-          isRead(&v)};
+  Entry e{t.dataType(), t.dims(), 0, std::nullopt, 0, isRead(&v)};
+  if (t.rawView() || t.isExternal()) {
+    // Weights are views of the mapped input: neither copied nor read here.
+    e.view = t.rawView() ? *t.rawView() : t.externalBytes();
+    e.bytes = e.view->size;
+    return e;
+  }
+  HostTensor host = readTensor(t);  // small: held in the TensorProto's fields
+  e.bytes = host.data.size();
+  e.hash = std::hash<std::string_view>{}(host.data);
+  return e;
+}
+
+bool ParameterSnapshot::sameValues(const Entry& was, const Entry& now) {
+  if (was.bytes != now.bytes) return false;
+  if (was.view && now.view) {
+    if (was.view->data == now.view->data) return true;  // the same bytes of the input
+    return std::memcmp(was.view->data, now.view->data, was.bytes) == 0;
+  }
+  if (was.view) return std::hash<std::string_view>{}(was.view->view()) == now.hash;
+  if (now.view) return std::hash<std::string_view>{}(now.view->view()) == was.hash;
+  return was.hash == now.hash;
 }
 
 ParameterSnapshot ParameterSnapshot::of(const Model& model) {
@@ -89,7 +108,7 @@ nlohmann::json ParameterSnapshot::check(const Model& model) const {
     } else {
       Entry e = entryOf(*it->second);
       if (e.type != was.type || e.dims != was.dims) why = "changed its type or shape";
-      else if (e.bytes != was.bytes || e.hash != was.hash) why = "changed its values";
+      else if (!sameValues(was, e)) why = "changed its values";
       else if (was.read && !e.read) why = "is no longer read";
     }
     if (!why.empty())

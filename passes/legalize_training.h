@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/ir.h"
+#include <optional>
+
 #include "ir/rewriter.h"
 
 namespace graphrw::passes::legalize_detail {
@@ -30,10 +32,15 @@ class ParameterSnapshot {
     int32_t type = 0;
     std::vector<int64_t> dims;
     uint64_t bytes = 0;
+    // The payload as a view of the input (kept alive here), or, for a tensor
+    // held in the TensorProto's own fields, a hash of its bytes. A parameter
+    // still holding the same view is unchanged without reading a byte of it.
+    std::optional<Bytes> view;
     size_t hash = 0;
     bool read = false;
   };
   static Entry entryOf(const ir::Value& v);
+  static bool sameValues(const Entry& was, const Entry& now);
   std::map<std::string, Entry> entries_;
 };
 

@@ -4,6 +4,7 @@
 // the pieces it is made of: fold/replace --keep-parameters, opset --training.
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -14,8 +15,10 @@
 #include "helpers.h"
 #include "io/loader.h"
 #include "io/writer.h"
+#include "ir/rewriter.h"
 #include "passes/fold.h"
 #include "passes/legalize.h"
+#include "passes/legalize_training.h"
 #include "passes/opset.h"
 #include "support.h"
 #include "support/error.h"
@@ -258,6 +261,52 @@ g (float[2, 4] x) => (float[2, 4] y) <float r = {0.1}, bool t = {1}, float[4] w 
       REQUIRE(n.attribute_size() == 1);
       CHECK(n.attribute(0).f() == Approx(0.1f));
     }
+}
+
+TEST_CASE("legalize training: the parameter check compares weights as views of the input, and still sees a changed one",
+          "[legalize][training]") {
+  // w in raw_data, large enough to be held as a view of the mapped input.
+  std::string values;
+  for (int i = 0; i < 64; ++i) values += (i ? ", " : "") + std::to_string(i) + ".5";
+  auto proto = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[64] x) => (float[64] y) <float[64] w = {)" + values + R"(}> {
+  y = Mul (x, w)
+}
+)");
+  auto* w = proto.mutable_graph()->mutable_initializer(0);  // as exporters write weights: raw_data
+  std::string raw(static_cast<size_t>(w->float_data_size()) * 4, '\0');
+  std::memcpy(raw.data(), w->float_data().data(), raw.size());
+  w->clear_float_data();
+  w->set_raw_data(raw);
+  graphrw::test::TempDir dir;
+  writeProto(proto, dir / "m.onnx");
+  auto model = loadModel((dir / "m.onnx").string());
+  ir::Graph& g = model->graph();
+  REQUIRE(g.findLocal("w")->initializer()->rawView());
+  auto snapshot = passes::legalize_detail::ParameterSnapshot::of(*model);
+  CHECK(snapshot.check(*model)["count"] == 1);
+
+  // w replaced by a tensor of the same name and shape: equal bytes pass, other bytes are a defect.
+  auto replaceW = [&](float first) {
+    ir::Rewriter rw(*model);
+    ir::Value* old = g.findLocal("w");
+    onnx::TensorProto t = old->initializer()->proto();
+    std::string raw(old->initializer()->rawView()->view());
+    std::memcpy(raw.data(), &first, 4);
+    t.set_raw_data(raw);
+    ir::Value* tmp = rw.addInitializer(g, "tmp", std::make_unique<ir::Tensor>(t));
+    rw.replaceAllUsesWith(old, tmp);
+    rw.eraseInitializer(old);
+    ir::Value* fresh = rw.addInitializer(g, "w", std::make_unique<ir::Tensor>(t));
+    REQUIRE(fresh->name() == "w");
+    rw.replaceAllUsesWith(tmp, fresh);
+    rw.eraseInitializer(tmp);
+  };
+  replaceW(0.5f);  // the same values, in another buffer
+  CHECK(snapshot.check(*model)["count"] == 1);
+  replaceW(7.0f);
+  CHECK_THROWS_WITH(snapshot.check(*model), Catch::Contains("legalize: parameter 'w' changed its values"));
 }
 
 TEST_CASE("opset --training: Dropout 12 and BatchNormalization 14 keep training below their opsets", "[opset][training]") {
