@@ -117,7 +117,9 @@ nlohmann::json mergeReports(const std::vector<std::pair<std::string, nlohmann::j
   std::map<std::string, std::string> seen;  // model -> the report it is in
   std::map<size_t, std::string> shards;     // index -> report
   std::optional<size_t> shardCount;
-  for (const auto& [file, r] : reports) {
+  for (const auto& entry : reports) {
+    const std::string& file = entry.first;  // not a structured binding: Clang 14 cannot capture those
+    const nlohmann::json& r = entry.second;
     auto bad = [&](const std::string& why) { badInput("report merge: " + file + ": " + why); };
     if (!r.is_object() || !r.contains("summary") || !r["summary"].is_object() || !r.contains("models") ||
         !r["models"].is_array())
