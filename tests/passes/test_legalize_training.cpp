@@ -288,11 +288,13 @@ g (float[64] x) => (float[64] y) <float[64] w = {)" + values + R"(}> {
   CHECK(snapshot.check(*model)["count"] == 1);
 
   // w replaced by a tensor of the same name and shape: equal bytes pass, other bytes are a defect.
+  const onnx::TensorProto metadata = g.findLocal("w")->initializer()->proto();
+  const std::string original(g.findLocal("w")->initializer()->rawView()->view());
   auto replaceW = [&](float first) {
     ir::Rewriter rw(*model);
     ir::Value* old = g.findLocal("w");
-    onnx::TensorProto t = old->initializer()->proto();
-    std::string raw(old->initializer()->rawView()->view());
+    onnx::TensorProto t = metadata;  // a replacement holds its bytes in raw_data, not as a view
+    std::string raw = original;
     std::memcpy(raw.data(), &first, 4);
     t.set_raw_data(raw);
     ir::Value* tmp = rw.addInitializer(g, "tmp", std::make_unique<ir::Tensor>(t));
