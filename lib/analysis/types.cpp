@@ -139,11 +139,7 @@ const onnx::TensorProto* dataOf(const Value* v, std::unordered_map<const Value*,
   onnx::TensorProto copy = t->proto();
   copy.clear_data_location();
   copy.clear_external_data();
-  if (t->rawView()) copy.set_raw_data(t->rawView()->data, t->rawView()->size);
-  else {
-    Bytes b = t->externalBytes();
-    copy.set_raw_data(b.data, b.size);
-  }
+  copy.set_raw_data(t->rawView() ? t->rawView()->copy() : t->externalBytes().copy());
   return &cache.emplace(v, std::move(copy)).first->second;
 }
 

@@ -5,26 +5,70 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "support/error.h"
 
 namespace graphrw {
 namespace {
 
+// An open descriptor several buffers may map parts of (a spill file).
+struct SharedFd {
+  int fd;
+  explicit SharedFd(int f) : fd(f) {}
+  SharedFd(const SharedFd&) = delete;
+  SharedFd& operator=(const SharedFd&) = delete;
+  ~SharedFd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+// `size` bytes of a file from `fileOffset` (page-aligned), mapped read-only.
 class MappedBuffer final : public Buffer {
  public:
-  MappedBuffer(void* base, size_t size, int fd) : base_(base), fd_(fd) {
+  MappedBuffer(void* base, size_t size, std::shared_ptr<SharedFd> fd, uint64_t fileOffset = 0)
+      : base_(base), fd_(std::move(fd)), fileOffset_(fileOffset) {
     data_ = static_cast<const char*>(base);
     size_ = size;
   }
   ~MappedBuffer() override {
     if (base_ != nullptr) munmap(base_, size_);
-    if (fd_ >= 0) close(fd_);
   }
-  int fd() const override { return fd_; }
+  int fd() const override { return fd_->fd; }
+  uint64_t fileOffset() const override { return fileOffset_; }
+  bool equalAt(uint64_t offset, const char* bytes, size_t size) const override {
+    if (offset > size_ || size > size_ - offset) return false;
+    char chunk[1 << 14];
+    while (size > 0) {
+      ssize_t n = pread(fd_->fd, chunk, std::min(size, sizeof chunk), static_cast<off_t>(fileOffset_ + offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Buffer::equalAt(offset, bytes, size);  // the descriptor failed: read the mapping
+      if (std::memcmp(chunk, bytes, static_cast<size_t>(n)) != 0) return false;
+      offset += static_cast<uint64_t>(n);
+      bytes += n;
+      size -= static_cast<size_t>(n);
+    }
+    return true;
+  }
+  void copyOut(const char* p, size_t size, char* out) const override {
+    auto offset = static_cast<off_t>(fileOffset_ + static_cast<uint64_t>(p - data_));
+    while (size > 0) {
+      ssize_t n = pread(fd_->fd, out, size, offset);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        Buffer::copyOut(p, size, out);  // the descriptor failed: read the mapping
+        return;
+      }
+      p += n;
+      out += n;
+      offset += n;
+      size -= static_cast<size_t>(n);
+    }
+  }
   // Page-cache folios are mapped whole on a fault (128 KiB and more on recent
   // kernels), so a scan that reads a few header bytes per tensor would make
   // most of the file resident; passed ranges are dropped every 16 MiB.
@@ -42,7 +86,8 @@ class MappedBuffer final : public Buffer {
 
  private:
   void* base_;
-  int fd_;
+  std::shared_ptr<SharedFd> fd_;
+  uint64_t fileOffset_;
   mutable size_t released_ = 0;  // page-aligned: [0, released_) was dropped
 };
 
@@ -66,6 +111,15 @@ struct Fd {
 
 }  // namespace
 
+bool Buffer::equalAt(uint64_t offset, const char* bytes, size_t size) const {
+  if (offset > size_ || size > size_ - offset) return false;
+  return size == 0 || std::memcmp(data_ + offset, bytes, size) == 0;
+}
+
+void Buffer::copyOut(const char* p, size_t size, char* out) const {
+  if (size > 0) std::memcpy(out, p, size);
+}
+
 namespace {
 
 [[noreturn]] void tooLarge(const std::string& what, size_t maxBytes) {
@@ -86,7 +140,7 @@ std::shared_ptr<const Buffer> Buffer::mapFile(const std::filesystem::path& path,
   if (size == 0) return std::make_shared<OwnedBuffer>(std::string());
   void* base = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, f.fd, 0);
   if (base == MAP_FAILED) badInput(path.string() + ": cannot map: " + std::strerror(errno));
-  auto buffer = std::make_shared<MappedBuffer>(base, size, f.fd);
+  auto buffer = std::make_shared<MappedBuffer>(base, size, std::make_shared<SharedFd>(f.fd));
   f.fd = -1;  // owned by the buffer now
   return buffer;
 }
@@ -131,7 +185,7 @@ std::shared_ptr<const Buffer> Buffer::spoolFd(int fd, const std::string& what, s
     if (own.fd >= 0 && st.st_size > 0) {
       void* base = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, own.fd, 0);
       if (base != MAP_FAILED) {
-        auto buffer = std::make_shared<MappedBuffer>(base, static_cast<size_t>(st.st_size), own.fd);
+        auto buffer = std::make_shared<MappedBuffer>(base, static_cast<size_t>(st.st_size), std::make_shared<SharedFd>(own.fd));
         own.fd = -1;
         return buffer;
       }
@@ -161,9 +215,59 @@ std::shared_ptr<const Buffer> Buffer::spoolFd(int fd, const std::string& what, s
   if (total == 0) return std::make_shared<OwnedBuffer>(std::string());
   void* base = mmap(nullptr, total, PROT_READ, MAP_PRIVATE, tmp.fd, 0);
   if (base == MAP_FAILED) badInput(what + ": cannot map the spooled input: " + std::strerror(errno));
-  auto buffer = std::make_shared<MappedBuffer>(base, total, tmp.fd);
+  auto buffer = std::make_shared<MappedBuffer>(base, total, std::make_shared<SharedFd>(tmp.fd));
   tmp.fd = -1;
   return buffer;
+}
+
+namespace {
+
+// The process's spill file: an unlinked temporary file that only grows;
+// each spilled payload starts on a page and is mapped on its own.
+struct Spill {
+  std::mutex mutex;
+  std::shared_ptr<SharedFd> fd;
+  uint64_t end = 0;
+  bool failed = false;
+};
+
+Spill& spillFile() {
+  static Spill s;
+  return s;
+}
+
+bool writeAllAt(int fd, const char* p, size_t size, uint64_t offset) {
+  while (size > 0) {
+    ssize_t n = pwrite(fd, p, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+Bytes Buffer::spill(std::string_view bytes) {
+  Spill& s = spillFile();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (bytes.empty() || s.failed) return Bytes::copyOf(bytes);
+  try {
+    if (!s.fd) s.fd = std::make_shared<SharedFd>(unlinkedTempFile("spill"));
+  } catch (const std::exception&) {
+    s.failed = true;  // no temporary file: the bytes stay in memory
+    return Bytes::copyOf(bytes);
+  }
+  auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  uint64_t at = (s.end + page - 1) / page * page;
+  void* base = MAP_FAILED;
+  if (writeAllAt(s.fd->fd, bytes.data(), bytes.size(), at))
+    base = mmap(nullptr, bytes.size(), PROT_READ, MAP_SHARED, s.fd->fd, static_cast<off_t>(at));
+  if (base == MAP_FAILED) return Bytes::copyOf(bytes);  // a full disk: the bytes stay in memory
+  s.end = at + bytes.size();
+  return Bytes::of(std::make_shared<MappedBuffer>(base, bytes.size(), s.fd, at));
 }
 
 std::shared_ptr<const Buffer> Buffer::fromString(std::string bytes) {

@@ -11,6 +11,8 @@
 
 namespace graphrw {
 
+struct Bytes;
+
 class Buffer {
  public:
   virtual ~Buffer() = default;
@@ -20,10 +22,19 @@ class Buffer {
   // The open file behind a mapped buffer (-1 otherwise): lets the writer copy
   // payloads file to file in the kernel without touching the mapping.
   virtual int fd() const { return -1; }
+  // Where data() starts in fd()'s file.
+  virtual uint64_t fileOffset() const { return 0; }
   // The bytes before `p` are not needed in memory for now (a forward scan
   // has passed them): a mapped buffer lets the kernel drop its pages, which
   // are read back from the file when touched again. Views stay valid.
   virtual void releaseBefore(const char* p) const { (void)p; }
+  // Whether the `size` bytes at `offset` equal `bytes` (false past the end).
+  // A mapped buffer reads them through its descriptor: touching the mapping
+  // would map a whole page-cache folio (2 MiB on recent kernels) per call.
+  virtual bool equalAt(uint64_t offset, const char* bytes, size_t size) const;
+  // Copies the `size` bytes at `p` (inside this buffer) to `out`; a mapped
+  // buffer reads them through its descriptor, for the reason above.
+  virtual void copyOut(const char* p, size_t size, char* out) const;
 
   // Maps a whole file read-only; a file that is not regular (a device, a
   // FIFO) is spooled as spoolFd does. More than `maxBytes` is an error.
@@ -38,6 +49,11 @@ class Buffer {
   // More than `maxBytes` is an error, found after reading one byte more
   // (so /dev/zero ends).
   static std::shared_ptr<const Buffer> spoolFd(int fd, const std::string& what, size_t maxBytes = SIZE_MAX);
+  // Bytes written to the process's spill file (an unlinked temporary file in
+  // $TMPDIR, else /tmp) and mapped from there: a computed payload (a folded
+  // weight) then costs page cache, not memory, and the writer copies it file
+  // to file. Without a usable temporary file the bytes are kept in memory.
+  static Bytes spill(std::string_view bytes);
   // Takes ownership of a string's bytes.
   static std::shared_ptr<const Buffer> fromString(std::string bytes);
 
@@ -62,6 +78,17 @@ struct Bytes {
     return b;
   }
   static Bytes copyOf(std::string_view s) { return of(Buffer::fromString(std::string(s))); }
+  // The bytes as a string, read without touching a mapping (Buffer::copyOut).
+  std::string copy() const {
+    std::string s(size, '\0');
+    if (size == 0) return s;
+    if (owner) {
+      owner->copyOut(data, size, s.data());
+    } else {
+      s.assign(data, size);
+    }
+    return s;
+  }
 };
 
 }  // namespace graphrw

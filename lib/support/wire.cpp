@@ -345,7 +345,7 @@ Piece payloadPiece(const Bytes& bytes) {
   Piece p{bytes.data, bytes.size};
   if (bytes.owner && bytes.owner->fd() >= 0) {
     p.file = bytes.owner.get();
-    p.offset = static_cast<uint64_t>(bytes.data - bytes.owner->data());
+    p.offset = bytes.owner->fileOffset() + static_cast<uint64_t>(bytes.data - bytes.owner->data());
   }
   return p;
 }
@@ -355,9 +355,10 @@ std::vector<Piece> coalesce(const std::vector<Piece>& pieces, size_t maxCompare)
   out.reserve(pieces.size());
   for (Piece p : pieces) {
     if (p.file) {
-      const char* base = p.file->data();
-      while (!out.empty() && !out.back().file && out.back().size <= p.offset && out.back().size <= maxCompare &&
-             std::memcmp(out.back().data, base + p.offset - out.back().size, out.back().size) == 0) {
+      // Offsets in the buffer (pieces hold file offsets; a spilled buffer maps part of its file).
+      auto inBuffer = [](const Piece& q) { return q.offset - q.file->fileOffset(); };
+      while (!out.empty() && !out.back().file && out.back().size <= inBuffer(p) && out.back().size <= maxCompare &&
+             p.file->equalAt(inBuffer(p) - out.back().size, out.back().data, out.back().size)) {
         p.offset -= out.back().size;
         p.data -= out.back().size;
         p.size += out.back().size;
@@ -372,8 +373,8 @@ std::vector<Piece> coalesce(const std::vector<Piece>& pieces, size_t maxCompare)
     }
     if (!out.empty() && out.back().file && p.size <= maxCompare) {
       Piece& f = out.back();
-      uint64_t end = f.offset + f.size;
-      if (end + p.size <= f.file->size() && std::memcmp(p.data, f.file->data() + end, p.size) == 0) {
+      uint64_t end = f.offset - f.file->fileOffset() + f.size;
+      if (f.file->equalAt(end, p.data, p.size)) {
         f.size += p.size;
         continue;
       }
