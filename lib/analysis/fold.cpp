@@ -41,6 +41,12 @@ std::vector<int64_t> HostTensor::asInts() const {
   return out;
 }
 
+std::vector<HostTensor> oneResult(HostTensor t) {
+  std::vector<HostTensor> v;
+  v.push_back(std::move(t));
+  return v;
+}
+
 HostTensor readTensor(const Tensor& tensor) {
   HostTensor t;
   const auto& p = tensor.proto();
@@ -49,10 +55,9 @@ HostTensor readTensor(const Tensor& tensor) {
   size_t size = elementSize(t.type);
   if (size == 0) badInput("tensor '" + p.name() + "': type " + dataTypeName(t.type) + " cannot be folded");
   if (tensor.rawView()) {
-    t.data.assign(tensor.rawView()->data, tensor.rawView()->size);
+    t.data = tensor.rawView()->copy();
   } else if (tensor.isExternal()) {
-    Bytes b = tensor.externalBytes();
-    t.data.assign(b.data, b.size);
+    t.data = tensor.externalBytes().copy();
   } else if (p.has_raw_data()) {
     t.data = p.raw_data();
   } else {
@@ -313,8 +318,8 @@ std::optional<std::vector<HostTensor>> evaluateNode(const Node& n, const std::ve
     return *in[i];
   };
   const HostTensor& x = need(0);
-  if (op == "Identity") return std::vector<HostTensor>{x};
-  if (op == "Transpose") return std::vector<HostTensor>{transpose(x, ints(n, "perm"))};
+  if (op == "Identity") return oneResult(x);
+  if (op == "Transpose") return oneResult(transpose(x, ints(n, "perm")));
   if (op == "Reshape") {
     auto shape = need(1).asInts();
     bool allowZero = intAttr(n, "allowzero").value_or(0) != 0;
@@ -328,7 +333,7 @@ std::optional<std::vector<HostTensor>> evaluateNode(const Node& n, const std::ve
     HostTensor out = x;
     out.dims = shape;
     if (out.count() != x.count()) badInput("Reshape: shape does not fit the tensor's element count");
-    return std::vector<HostTensor>{out};
+    return oneResult(std::move(out));
   }
   if (op == "Squeeze" || op == "Unsqueeze") {
     auto axes = axesFrom(n, in, 1);
@@ -360,7 +365,7 @@ std::optional<std::vector<HostTensor>> evaluateNode(const Node& n, const std::ve
         dims.push_back(std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end() ? 1 : x.dims[k++]);
       out.dims = dims;
     }
-    return std::vector<HostTensor>{out};
+    return oneResult(std::move(out));
   }
   if (op == "Concat") {
     int64_t axis = normAxis(intAttr(n, "axis").value_or(0), x.dims.size(), "Concat");
@@ -381,7 +386,7 @@ std::optional<std::vector<HostTensor>> evaluateNode(const Node& n, const std::ve
         size_t chunk = static_cast<size_t>(in[i]->count() / std::max<int64_t>(outer, 1)) * es;
         out.data.append(in[i]->data, static_cast<size_t>(o) * chunk, chunk);
       }
-    return std::vector<HostTensor>{out};
+    return oneResult(std::move(out));
   }
   if (op == "Split") {
     int64_t axis = normAxis(intAttr(n, "axis").value_or(0), x.dims.size(), "Split");
@@ -440,7 +445,7 @@ std::optional<std::vector<HostTensor>> evaluateNode(const Node& n, const std::ve
       step[a] = st;
       dims[a] = count;
     }
-    return std::vector<HostTensor>{strided(x, start, step, dims)};
+    return oneResult(strided(x, start, step, dims));
   }
   if (op == "Cast") {
     auto to = intAttr(n, "to");
@@ -448,12 +453,12 @@ std::optional<std::vector<HostTensor>> evaluateNode(const Node& n, const std::ve
     auto target = static_cast<int32_t>(*to);
     if ((x.type == TP::BOOL || target == TP::BOOL) && (arithmetic(x.type) || x.type == TP::BOOL) &&
         (arithmetic(target) || target == TP::BOOL))
-      return std::vector<HostTensor>{castBool(x, target)};
+      return oneResult(castBool(x, target));
     if (!arithmetic(x.type) || !arithmetic(target)) {
       why = std::string("Cast from ") + dataTypeName(x.type) + " to " + dataTypeName(static_cast<int32_t>(*to)) + " is not folded";
       return std::nullopt;
     }
-    return std::vector<HostTensor>{cast(x, static_cast<int32_t>(*to))};
+    return oneResult(cast(x, static_cast<int32_t>(*to)));
   }
   if (op == "Neg") {
     if (!arithmetic(x.type)) {
@@ -472,7 +477,7 @@ std::optional<std::vector<HostTensor>> evaluateNode(const Node& n, const std::ve
       }
       return 0;
     });
-    return std::vector<HostTensor>{out};
+    return oneResult(std::move(out));
   }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
     const HostTensor& y = need(1);
@@ -480,7 +485,7 @@ std::optional<std::vector<HostTensor>> evaluateNode(const Node& n, const std::ve
       why = op + " on " + dataTypeName(x.type) + " and " + dataTypeName(y.type) + " is not folded";
       return std::nullopt;
     }
-    return dispatch(x.type, [&](auto t) { return std::vector<HostTensor>{binary<decltype(t)>(op, x, y)}; });
+    return dispatch(x.type, [&](auto t) { return oneResult(binary<decltype(t)>(op, x, y)); });
   }
   if (isShapeOp(op)) return evaluateShapeOp(n, in, why, maxBytes);
   if (isMathOp(op)) return evaluateMathOp(n, in, why, maxBytes);

@@ -23,6 +23,8 @@ struct HostTensor {
 
 // The tensor's data as stored (raw, external or typed fields). Throws Error(BadInput).
 HostTensor readTensor(const ir::Tensor& tensor);
+// A one-tensor result, moved in (a braced list would copy the bytes twice).
+std::vector<HostTensor> oneResult(HostTensor t);
 // A TensorProto holding `t` (raw_data) under `name`.
 onnx::TensorProto toTensorProto(const HostTensor& t, const std::string& name);
 

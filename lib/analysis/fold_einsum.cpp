@@ -237,7 +237,7 @@ std::optional<std::vector<HostTensor>> evaluateEinsum(const Node& n, const std::
     contract<decltype(tag)>(*plan, in, used, out);
     return 0;
   });
-  return std::vector<HostTensor>{std::move(out)};
+  return oneResult(std::move(out));
 }
 
 }  // namespace graphrw::fold_detail

@@ -25,7 +25,7 @@ const std::vector<std::string>& mathOps() {
   return ops;
 }
 
-Result one(HostTensor t) { return std::vector<HostTensor>{std::move(t)}; }
+Result one(HostTensor t) { return oneResult(std::move(t)); }
 
 bool isFloat(int32_t t) { return t == TP::FLOAT || t == TP::DOUBLE; }
 

@@ -28,7 +28,7 @@ HostTensor ints64(const std::vector<int64_t>& values, std::vector<int64_t> dims)
 
 bool numeric(int32_t type) { return arithmetic(type); }
 
-std::optional<std::vector<HostTensor>> one(HostTensor t) { return std::vector<HostTensor>{std::move(t)}; }
+std::optional<std::vector<HostTensor>> one(HostTensor t) { return oneResult(std::move(t)); }
 
 }  // namespace
 

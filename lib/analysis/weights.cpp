@@ -17,6 +17,7 @@ const HostTensor* WeightFolder::constantValue(Value* v) {
   // Strings (and types without a fixed element size) are never folded: not constants here.
   if (v->isInitializer()) {
     if (elementSize(v->initializer()->dataType()) == 0) return nullptr;
+    if (v->initializer()->storedBytes() > kSpillBytes) large_.push_back(v);  // dropped after the node that read it
     return &hostCache_.emplace(v, readTensor(*v->initializer())).first->second;
   }
   Node* p = v->producer();
@@ -55,7 +56,12 @@ const HostTensor* WeightFolder::constantValue(Value* v) {
 Value* WeightFolder::constant(Graph& g, Node* before, const HostTensor& t, const std::string& name) {
   if (!g.owningFunction() && !keepParameters_) {
     created_++;
-    return rw_.addInitializer(g, name, std::make_unique<Tensor>(toTensorProto(t, name)));  // its type comes from the tensor
+    if (t.data.size() <= kSpillBytes)
+      return rw_.addInitializer(g, name, std::make_unique<Tensor>(toTensorProto(t, name)));  // its type comes from the tensor
+    // A large result (a concatenated weight) goes to the spill file: held as
+    // page cache until the writer copies it, never in memory all at once.
+    HostTensor meta{t.type, t.dims, {}};
+    return rw_.addInitializer(g, name, std::make_unique<Tensor>(toTensorProto(meta, name), Buffer::spill(t.data)));
   }
   Node* c = rw_.createNode(g, before, {name, "Constant", "", {}, {name}});
   onnx::AttributeProto value;
@@ -76,6 +82,10 @@ Value* WeightFolder::constant(Graph& g, Node* before, const HostTensor& t, const
 void WeightFolder::fold(const std::vector<Node*>& candidates) {
   std::unordered_set<Node*> done;
   for (Node* n : candidates) {
+    // Large weights are read again when needed rather than held: folding the
+    // weights of a whole model then holds one node's inputs and results.
+    for (const Value* v : large_) hostCache_.erase(v);
+    large_.clear();
     if (!isFoldable(*n)) continue;
     Graph& g = *n->graph();
     if (g.owningFunction()) continue;
@@ -133,7 +143,7 @@ void WeightFolder::fold(const std::vector<Node*>& candidates) {
         std::string name = out->name();
         rw_.renameValue(out, name + "/folded");
         results.push_back(constant(g, n, (*outs)[i], name));
-        hostCache_.emplace(results.back(), std::move((*outs)[i]));
+        if ((*outs)[i].data.size() <= kSpillBytes) hostCache_.emplace(results.back(), std::move((*outs)[i]));
       }
       memo_[key] = results;
     }
@@ -160,6 +170,7 @@ void WeightFolder::fold(const std::vector<Node*>& candidates) {
     rw_.eraseNode(n);
   }
   hostCache_.clear();
+  large_.clear();
   memo_.clear();
 }
 

@@ -18,6 +18,10 @@ namespace graphrw {
 
 class WeightFolder {
  public:
+  // Results larger than this are spilled to a temporary file (Buffer::spill)
+  // rather than held in memory, and are not cached.
+  static constexpr size_t kSpillBytes = 64 * 1024;
+
   explicit WeightFolder(ir::Rewriter& rw) : rw_(rw) {}
 
   // The constant value of `v`: an initializer or a Constant node's output; nullptr otherwise.
@@ -59,6 +63,7 @@ class WeightFolder {
   bool keepParameters_ = false;
   std::map<std::string, size_t> perOp_;
   std::unordered_map<const ir::Value*, HostTensor> hostCache_;
+  std::vector<const ir::Value*> large_;  // cached values over kSpillBytes, dropped per folded node
   std::map<std::string, std::vector<ir::Value*>> memo_;
   std::set<ir::Value*> dangling_;
 };

@@ -65,6 +65,8 @@ class Tensor {
  public:
   Tensor() = default;
   explicit Tensor(onnx::TensorProto proto) : proto_(std::move(proto)) {}
+  // A tensor whose raw bytes are a view (the proto holds no data).
+  Tensor(onnx::TensorProto meta, Bytes raw) : proto_(std::move(meta)), raw_(std::move(raw)) {}
 
   const std::string& name() const { return proto_.name(); }
   int32_t dataType() const { return proto_.data_type(); }

@@ -193,6 +193,47 @@ g (float[2] x) => (float[64,64] y, float[2] z) <int64[2] big = {64, 64}, float[2
   checkSameMaths(m, out);
 }
 
+TEST_CASE("fold: a large result is spilled to a file, not held in memory, and written whole", "[fold]") {
+  auto m = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[40000] x) => (float[40000] z) {
+  c = Concat <axis = 0> (a, b)
+  z = Add(x, c)
+}
+)");
+  std::string expected;
+  for (const char* name : {"a", "b"}) {
+    auto* t = m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(20000);
+    std::string raw(20000 * 4, '\0');
+    for (size_t i = 0; i < 20000; ++i) {
+      float v = static_cast<float>(i) * (name[0] == 'a' ? 0.5f : -0.25f);
+      std::memcpy(raw.data() + i * 4, &v, 4);
+    }
+    t->set_raw_data(raw);
+    expected += raw;
+  }
+  nlohmann::json report;
+  auto model = runPass(m, passes::createFoldPass({}), &report);
+  CHECK(report["folded"]["Concat"] == 1);
+  const Tensor* folded = nullptr;
+  for (const auto& i : model->graph().initializers())
+    if (i.tensor->elementCount() == 40000) folded = i.tensor.get();
+  REQUIRE(folded);
+  REQUIRE(folded->rawView());
+  CHECK(folded->rawView()->owner->fd() >= 0);  // in the spill file
+  CHECK(folded->proto().raw_data().empty());
+  CHECK(folded->rawView()->copy() == expected);
+  TempDir dir;
+  writeModel(*model, (dir / "o.onnx").string());
+  auto written = readProto(dir / "o.onnx");
+  REQUIRE(written.graph().initializer_size() == 1);
+  CHECK(written.graph().initializer(0).raw_data() == expected);
+  checkSameMaths(m, written);
+}
+
 TEST_CASE("fold: integer overflow wraps as a runtime's does, MIN / -1 and division by zero are refused", "[fold]") {
   // int64 and int32: MAX + 1, MIN - 1, MAX * 2 and -MIN wrap (two's complement), never undefined behaviour.
   auto wraps = parseModel(R"(
