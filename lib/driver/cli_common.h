@@ -42,11 +42,15 @@ struct PipelineFlags {
   PipelineOptions options() const;
 };
 
-// The passes of a pass-manager report that changed nothing, as "outline (0 matched)".
-std::vector<std::string> unchangedPasses(const nlohmann::json& report);
-// Says which passes changed nothing (an info line), or with --strict fails
-// (ExitCode::Findings) naming them.
-void checkUnchanged(const nlohmann::json& report, const PipelineFlags& flags);
+// A pass of a pass-manager report that changed nothing.
+struct IdlePass {
+  std::string name;
+  size_t matched;
+};
+std::vector<IdlePass> unchangedPasses(const nlohmann::json& report);
+// Says which passes changed nothing, as "outline (0 matched)" (an info line),
+// or with --strict fails (ExitCode::Findings) naming them.
+void checkUnchanged(const std::vector<IdlePass>& idle, const PipelineFlags& flags);
 
 // Without -o a command writes beside its input under a name that says what it did.
 std::string outputPath(const std::string& input, const std::string& requested, const std::string& what);

@@ -67,18 +67,16 @@ PipelineOptions PipelineFlags::options() const {
   return o;
 }
 
-std::vector<std::string> unchangedPasses(const nlohmann::json& report) {
-  std::vector<std::string> idle;
+std::vector<IdlePass> unchangedPasses(const nlohmann::json& report) {
+  std::vector<IdlePass> idle;
   for (const auto& entry : report)
-    if (!entry.value("changed", true))
-      idle.push_back(entry.at("pass").get<std::string>() + " (" + std::to_string(entry.value("matched", size_t{0})) +
-                     " matched)");
+    if (!entry.value("changed", true)) idle.push_back({entry.at("pass").get<std::string>(), entry.value("matched", size_t{0})});
   return idle;
 }
 
-void checkUnchanged(const nlohmann::json& report, const PipelineFlags& flags) {
+void checkUnchanged(const std::vector<IdlePass>& idle, const PipelineFlags& flags) {
   std::string list;
-  for (const auto& p : unchangedPasses(report)) list += (list.empty() ? "" : ", ") + p;
+  for (const auto& p : idle) list += (list.empty() ? "" : ", ") + p.name + " (" + std::to_string(p.matched) + " matched)";
   if (list.empty()) return;
   if (flags.strict) fail(ExitCode::Findings, "--strict: a pass changed nothing: " + list);
   spdlog::info("changed nothing: {}", list);
@@ -138,7 +136,7 @@ int runPipeline(const std::string& input, const std::string& out, std::vector<st
   PassManager pm(flags.options());
   for (auto& p : passes) pm.add(std::move(p));
   auto report = pm.run(*model);
-  checkUnchanged(report, flags);
+  checkUnchanged(unchangedPasses(report), flags);
   if (flags.dryRun) {
     // Nothing is written: the report is the result (stdout unless --report names a file).
     PipelineFlags reportOnly = flags;

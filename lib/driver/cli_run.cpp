@@ -63,8 +63,35 @@ std::vector<std::string> checkBatchInputs(const std::vector<std::string>& models
   return all;
 }
 
-std::string errorLine(const BatchItem& item) {
-  return escapeControl(item.error.starts_with(item.input) ? item.error : item.input + ": " + item.error);
+std::string errorLine(const std::string& model, const std::string& error) {
+  return escapeControl(error.starts_with(model) ? error : model + ": " + error);
+}
+
+std::string errorLine(const BatchItem& item) { return errorLine(item.input, item.error); }
+
+// A batch's summary on stderr from its report (a run's, or `report merge`'s):
+// the counts line, the passes that changed nothing in some models, then each
+// failure. `quiet`: the counts only when a model failed, no idle passes.
+void printSummary(const nlohmann::json& report, const std::string& prefix, bool quiet) {
+  const auto& s = report["summary"];
+  auto count = [&](const char* key) { return s.value(key, size_t{0}); };
+  size_t failed = count("failed"), warnings = count("warnings"), warned = count("models_with_warnings");
+  char took[32];
+  std::snprintf(took, sizeof took, "%.1f", s.value("seconds", 0.0));
+  if (!quiet || failed)
+    std::cerr << "graphrw: " << prefix << (s.value("dry_run", false) ? "checked " : "converted ") << count("converted")
+              << ", failed " << failed << ", " << warnings << " warning" << (warnings == 1 ? "" : "s") << " in " << warned
+              << " model" << (warned == 1 ? "" : "s") << ", " << took << " s\n";
+  std::string list;
+  const nlohmann::json idle = s.value("unchanged_passes", nlohmann::json::object());
+  for (const auto& [pass, n] : idle.items()) {
+    auto models = n.get<size_t>();
+    list += (list.empty() ? "" : ", ") + pass + " in " + std::to_string(models) + " model" + (models == 1 ? "" : "s");
+  }
+  if (!quiet && !list.empty()) std::cerr << "graphrw: changed nothing: " << list << "\n";
+  for (const auto& m : report["models"])
+    if (!m.value("ok", false))
+      std::cerr << "graphrw:   " << errorLine(m.value("model", std::string()), m.value("error", std::string())) << "\n";
 }
 
 // What a batch shows while it runs: on a terminal one status line (bar,
@@ -142,28 +169,14 @@ int summarise(const std::vector<BatchItem>& items, const RunArgs& args, const Pi
                        {"unchanged_passes", item.unchanged},
                        {"passes", item.report}});
   }
-  char took[32];
-  std::snprintf(took, sizeof took, "%.1f", seconds);
-  // -q: the summary only when a model failed (its errors follow it).
-  if (!flags.quiet || failed)
-    std::cerr << "graphrw: " << (flags.dryRun ? "checked " : "converted ") << items.size() - failed << ", failed " << failed
-            << ", " << warnings << " warning" << (warnings == 1 ? "" : "s") << " in " << warnedModels << " model"
-            << (warnedModels == 1 ? "" : "s") << ", " << took << " s\n";
-  if (!flags.quiet && !unchanged.empty()) {
-    std::string list;
-    for (const auto& [pass, n] : unchanged)
-      list += (list.empty() ? "" : ", ") + pass + " in " + std::to_string(n) + " model" + (n == 1 ? "" : "s");
-    std::cerr << "graphrw: changed nothing: " << list << "\n";
-  }
-  for (const auto& item : items)
-    if (!item.ok) std::cerr << "graphrw:   " << errorLine(item) << "\n";
   nlohmann::json summary = {{"models", items.size()}, {"converted", items.size() - failed}, {"failed", failed},
                             {"warnings", warnings}, {"models_with_warnings", warnedModels}, {"seconds", seconds},
                             {"dry_run", flags.dryRun}, {"unchanged_passes", unchanged}};
   if (!args.shard.empty())  // graphrw report merge checks that every shard is there, once
     summary["shard"] = {{"index", shard.index}, {"count", shard.count}, {"from", shard.from}};
-  if (!flags.report.empty())
-    writeText(flags.report, nlohmann::json{{"rules", args.rules}, {"summary", summary}, {"models", reports}}.dump(2) + "\n");
+  const nlohmann::json report{{"rules", args.rules}, {"summary", summary}, {"models", reports}};
+  printSummary(report, "", flags.quiet);
+  if (!flags.report.empty()) writeText(flags.report, report.dump(2) + "\n");
   return failed ? static_cast<int>(ExitCode::BadInput) : 0;
 }
 
@@ -203,9 +216,9 @@ int runBatchCommand(const RunArgs& args) {
     PassManager pm(flags.options());
     for (const auto& p : rules.passes) pm.add(p);
     auto report = pm.run(*model);
-    for (const auto& entry : report)
-      if (!entry.value("changed", true)) item.unchanged.push_back(entry.at("pass").get<std::string>());
-    checkUnchanged(report, flags);
+    const auto idle = unchangedPasses(report);
+    for (const auto& pass : idle) item.unchanged.push_back(pass.name);
+    checkUnchanged(idle, flags);
     if (!flags.dryRun) {
       // The folder appears with the first model written, not before.
       std::call_once(madeOutDir, [&] {
@@ -279,18 +292,7 @@ Command addReportCommand(CLI::App& app) {
             }
             nlohmann::json merged = mergeReports(reports);
             const auto& s = merged["summary"];
-            char took[32];
-            std::snprintf(took, sizeof took, "%.1f", s["seconds"].get<double>());
-            std::cerr << "graphrw: " << s["shards"].get<size_t>() << " shards: " << (s["dry_run"].get<bool>() ? "checked " : "converted ")
-                      << s["converted"].get<size_t>() << ", failed " << s["failed"].get<size_t>() << ", "
-                      << s["warnings"].get<size_t>() << " warnings in " << s["models_with_warnings"].get<size_t>()
-                      << " models, " << took << " s\n";
-            for (const auto& m : merged["models"])
-              if (!m.value("ok", false))
-                std::cerr << "graphrw:   " << escapeControl(m.value("error", std::string()).starts_with(m.value("model", std::string()))
-                                                              ? m.value("error", std::string())
-                                                              : m.value("model", std::string()) + ": " + m.value("error", std::string()))
-                          << "\n";
+            printSummary(merged, std::to_string(s["shards"].get<size_t>()) + " shards: ", false);
             writeText(args->output.empty() ? "-" : args->output, merged.dump(2) + "\n");
             return s["failed"].get<size_t>() ? static_cast<int>(ExitCode::BadInput) : 0;
           }};
