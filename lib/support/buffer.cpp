@@ -30,13 +30,21 @@ struct SharedFd {
 // `size` bytes of a file from `fileOffset` (page-aligned), mapped read-only.
 class MappedBuffer final : public Buffer {
  public:
-  MappedBuffer(void* base, size_t size, std::shared_ptr<SharedFd> fd, uint64_t fileOffset = 0)
-      : base_(base), fd_(std::move(fd)), fileOffset_(fileOffset) {
+  // spilled: the range is the buffer's own (a spill file's); its blocks are
+  // given back to the file system when the buffer goes.
+  MappedBuffer(void* base, size_t size, std::shared_ptr<SharedFd> fd, uint64_t fileOffset = 0, bool spilled = false)
+      : base_(base), fd_(std::move(fd)), fileOffset_(fileOffset), spilled_(spilled) {
     data_ = static_cast<const char*>(base);
     size_ = size;
   }
   ~MappedBuffer() override {
     if (base_ != nullptr) munmap(base_, size_);
+    if (spilled_) {
+      auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+      uint64_t length = (size_ + page - 1) / page * page;  // the next payload starts on a later page
+      fallocate(fd_->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(fileOffset_),
+                static_cast<off_t>(length));  // a file system without holes keeps the blocks until exit
+    }
   }
   int fd() const override { return fd_->fd; }
   uint64_t fileOffset() const override { return fileOffset_; }
@@ -88,6 +96,7 @@ class MappedBuffer final : public Buffer {
   void* base_;
   std::shared_ptr<SharedFd> fd_;
   uint64_t fileOffset_;
+  bool spilled_;
   mutable size_t released_ = 0;  // page-aligned: [0, released_) was dropped
 };
 
@@ -267,7 +276,7 @@ Bytes Buffer::spill(std::string_view bytes) {
     base = mmap(nullptr, bytes.size(), PROT_READ, MAP_SHARED, s.fd->fd, static_cast<off_t>(at));
   if (base == MAP_FAILED) return Bytes::copyOf(bytes);  // a full disk: the bytes stay in memory
   s.end = at + bytes.size();
-  return Bytes::of(std::make_shared<MappedBuffer>(base, bytes.size(), s.fd, at));
+  return Bytes::of(std::make_shared<MappedBuffer>(base, bytes.size(), s.fd, at, /*spilled=*/true));
 }
 
 std::shared_ptr<const Buffer> Buffer::fromString(std::string bytes) {

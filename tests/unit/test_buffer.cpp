@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -41,6 +42,20 @@ TEST_CASE("spilled bytes live in a file, each from a page, and read back equal",
   CHECK_FALSE(sb.owner->equalAt(0, a.data(), 100));
   CHECK_FALSE(sb.owner->equalAt(b.size() - 10, b.data(), 20));  // past the end
   CHECK(Buffer::spill("").empty());
+
+  // A batch spills for every model: the blocks of a payload no one holds go back.
+  struct stat st {};
+  int fd = sa.owner->fd();
+  uint64_t at = sa.owner->fileOffset();
+  REQUIRE(fstat(fd, &st) == 0);
+  blkcnt_t before = st.st_blocks;
+  sa = Bytes{};
+  REQUIRE(fstat(fd, &st) == 0);
+  CHECK(st.st_blocks < before);
+  char byte = 1;
+  REQUIRE(pread(fd, &byte, 1, static_cast<off_t>(at)) == 1);
+  CHECK(byte == 0);  // a hole
+  CHECK(sb.copy() == b);  // its neighbour is intact
 }
 
 TEST_CASE("a mapped file is compared and copied through its descriptor", "[buffer]") {
