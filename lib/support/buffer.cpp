@@ -10,29 +10,48 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 #include "support/error.h"
 
 namespace graphrw {
 namespace {
 
-// An open descriptor several buffers may map parts of (a spill file).
-struct SharedFd {
-  int fd;
-  explicit SharedFd(int f) : fd(f) {}
-  SharedFd(const SharedFd&) = delete;
-  SharedFd& operator=(const SharedFd&) = delete;
-  ~SharedFd() {
+// An owned file descriptor, closed when dropped; release() hands it on.
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
     if (fd >= 0) close(fd);
   }
+  int release() { return std::exchange(fd, -1); }
 };
+
+// A descriptor several buffers may map parts of (a model, a spill file).
+using SharedFd = std::shared_ptr<Fd>;
+SharedFd share(Fd& f) { return std::make_shared<Fd>(f.release()); }
+
+// Reads exactly `size` bytes at `offset`; false if the descriptor fails or ends first.
+bool readAllAt(int fd, char* out, size_t size, uint64_t offset) {
+  while (size > 0) {
+    ssize_t n = pread(fd, out, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    out += n;
+    size -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return true;
+}
 
 // `size` bytes of a file from `fileOffset` (page-aligned), mapped read-only.
 class MappedBuffer final : public Buffer {
  public:
   // spilled: the range is the buffer's own (a spill file's); its blocks are
   // given back to the file system when the buffer goes.
-  MappedBuffer(void* base, size_t size, std::shared_ptr<SharedFd> fd, uint64_t fileOffset = 0, bool spilled = false)
+  MappedBuffer(void* base, size_t size, SharedFd fd, uint64_t fileOffset = 0, bool spilled = false)
       : base_(base), fd_(std::move(fd)), fileOffset_(fileOffset), spilled_(spilled) {
     data_ = static_cast<const char*>(base);
     size_ = size;
@@ -52,30 +71,19 @@ class MappedBuffer final : public Buffer {
     if (offset > size_ || size > size_ - offset) return false;
     char chunk[1 << 14];
     while (size > 0) {
-      ssize_t n = pread(fd_->fd, chunk, std::min(size, sizeof chunk), static_cast<off_t>(fileOffset_ + offset));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return Buffer::equalAt(offset, bytes, size);  // the descriptor failed: read the mapping
-      if (std::memcmp(chunk, bytes, static_cast<size_t>(n)) != 0) return false;
-      offset += static_cast<uint64_t>(n);
+      size_t n = std::min(size, sizeof chunk);
+      if (!readAllAt(fd_->fd, chunk, n, fileOffset_ + offset))
+        return Buffer::equalAt(offset, bytes, size);  // the descriptor failed: read the mapping
+      if (std::memcmp(chunk, bytes, n) != 0) return false;
+      offset += n;
       bytes += n;
-      size -= static_cast<size_t>(n);
+      size -= n;
     }
     return true;
   }
   void copyOut(const char* p, size_t size, char* out) const override {
-    auto offset = static_cast<off_t>(fileOffset_ + static_cast<uint64_t>(p - data_));
-    while (size > 0) {
-      ssize_t n = pread(fd_->fd, out, size, offset);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        Buffer::copyOut(p, size, out);  // the descriptor failed: read the mapping
-        return;
-      }
-      p += n;
-      out += n;
-      offset += n;
-      size -= static_cast<size_t>(n);
-    }
+    if (!readAllAt(fd_->fd, out, size, fileOffset_ + static_cast<uint64_t>(p - data_)))
+      Buffer::copyOut(p, size, out);  // the descriptor failed: read the mapping
   }
   // Page-cache folios are mapped whole on a fault (128 KiB and more on recent
   // kernels), so a scan that reads a few header bytes per tensor would make
@@ -94,7 +102,7 @@ class MappedBuffer final : public Buffer {
 
  private:
   void* base_;
-  std::shared_ptr<SharedFd> fd_;
+  SharedFd fd_;
   uint64_t fileOffset_;
   bool spilled_;
   mutable size_t released_ = 0;  // page-aligned: [0, released_) was dropped
@@ -109,13 +117,6 @@ class OwnedBuffer final : public Buffer {
 
  private:
   std::string bytes_;
-};
-
-struct Fd {
-  int fd;
-  ~Fd() {
-    if (fd >= 0) close(fd);
-  }
 };
 
 }  // namespace
@@ -149,9 +150,7 @@ std::shared_ptr<const Buffer> Buffer::mapFile(const std::filesystem::path& path,
   if (size == 0) return std::make_shared<OwnedBuffer>(std::string());
   void* base = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, f.fd, 0);
   if (base == MAP_FAILED) badInput(path.string() + ": cannot map: " + std::strerror(errno));
-  auto buffer = std::make_shared<MappedBuffer>(base, size, std::make_shared<SharedFd>(f.fd));
-  f.fd = -1;  // owned by the buffer now
-  return buffer;
+  return std::make_shared<MappedBuffer>(base, size, share(f));  // the buffer owns the descriptor now
 }
 
 std::shared_ptr<const Buffer> Buffer::readFd(int fd, const std::string& what) {
@@ -194,9 +193,7 @@ std::shared_ptr<const Buffer> Buffer::spoolFd(int fd, const std::string& what, s
     if (own.fd >= 0 && st.st_size > 0) {
       void* base = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, own.fd, 0);
       if (base != MAP_FAILED) {
-        auto buffer = std::make_shared<MappedBuffer>(base, static_cast<size_t>(st.st_size), std::make_shared<SharedFd>(own.fd));
-        own.fd = -1;
-        return buffer;
+        return std::make_shared<MappedBuffer>(base, static_cast<size_t>(st.st_size), share(own));
       }
     }
   }
@@ -224,9 +221,7 @@ std::shared_ptr<const Buffer> Buffer::spoolFd(int fd, const std::string& what, s
   if (total == 0) return std::make_shared<OwnedBuffer>(std::string());
   void* base = mmap(nullptr, total, PROT_READ, MAP_PRIVATE, tmp.fd, 0);
   if (base == MAP_FAILED) badInput(what + ": cannot map the spooled input: " + std::strerror(errno));
-  auto buffer = std::make_shared<MappedBuffer>(base, total, std::make_shared<SharedFd>(tmp.fd));
-  tmp.fd = -1;
-  return buffer;
+  return std::make_shared<MappedBuffer>(base, total, share(tmp));
 }
 
 namespace {
@@ -235,7 +230,7 @@ namespace {
 // each spilled payload starts on a page and is mapped on its own.
 struct Spill {
   std::mutex mutex;
-  std::shared_ptr<SharedFd> fd;
+  SharedFd fd;
   uint64_t end = 0;
   bool failed = false;
 };
@@ -264,7 +259,7 @@ Bytes Buffer::spill(std::string_view bytes) {
   std::lock_guard<std::mutex> lock(s.mutex);
   if (bytes.empty() || s.failed) return Bytes::copyOf(bytes);
   try {
-    if (!s.fd) s.fd = std::make_shared<SharedFd>(unlinkedTempFile("spill"));
+    if (!s.fd) s.fd = std::make_shared<Fd>(unlinkedTempFile("spill"));
   } catch (const std::exception&) {
     s.failed = true;  // no temporary file: the bytes stay in memory
     return Bytes::copyOf(bytes);
