@@ -285,7 +285,7 @@ const RegisterPass registration{PassSpec{
                         {"additionalProperties", {{"type", "array"}, {"items", {{"type", "integer"}, {"minimum", 1}}}}}},
              .convert = inputShapesFromFlags},
             {.key = "dims", .flags = "--dim", .kind = Kind::JsonPairs,
-             .help = "A symbolic dimension's value in every graph input that has it (as set-shapes): NAME=N (repeatable)",
+             .help = "A symbolic dimension's value in every graph input and declared type that names it (as set-shapes): NAME=N (repeatable)",
              .schema = {{"type", "object"}, {"additionalProperties", {{"type", "integer"}, {"minimum", 1}}}}},
             {.key = "gelu", .flags = "--gelu", .kind = Kind::String,
              .help = "The erf-GELU chain PyTorch writes as ai.graphcore::GeluErf (erf: exact) or ai.graphcore::Gelu "

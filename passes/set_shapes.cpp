@@ -130,18 +130,24 @@ class SetShapesRun {
     inferMissingTypes(rw_);  // calls and what per-node inference left
     size_t declared = 0, outputsStatic = 0, outputs = 0;
     for (auto& [sub, v] : values) {
-      if (!v->type()) {
-        if (auto it = before.find(v); it != before.end()) rw_.setType(v, it->second);
-        continue;
-      }
       auto old = before.find(v);
-      if (v->graphOutputCount() > 0 && old != before.end()) checkConsistent(v, old->second, *v->type());
-      // Only what inference knows at least as well as the model did is written.
-      if (old != before.end() && !asSpecific(*v->type(), old->second)) {
+      // A dimension named by --dim has that size wherever the name appears
+      // (ONNX: one dim_param, one size), also where inference does not reach.
+      bool renamed = old != before.end() && substituteDims(old->second);
+      bool written = v->graphOutputCount() > 0 || v->producer();
+      if (!v->type() || (old != before.end() && !asSpecific(*v->type(), old->second))) {
+        // Only what inference knows at least as well as the model did is written.
+        if (old == before.end()) continue;
+        if (v->type() && v->graphOutputCount() > 0) checkConsistent(v, old->second, *v->type());
         rw_.setType(v, old->second);
+        if (renamed && written) {
+          rw_.declareType(*sub, v, old->second);
+          declared++;
+        }
         continue;
       }
-      if (v->graphOutputCount() > 0 || v->producer()) {
+      if (v->graphOutputCount() > 0 && old != before.end()) checkConsistent(v, old->second, *v->type());
+      if (written) {
         rw_.declareType(*sub, v, *v->type());
         declared++;
       }
@@ -165,6 +171,18 @@ class SetShapesRun {
     return {};
   }
   bool hadShape(const Graph& g, const Value* v) { return declared(g, v).tensor_type().has_shape(); }
+
+  // Replaces the dimensions named by --dim with their sizes; whether any was.
+  bool substituteDims(onnx::TypeProto& t) const {
+    if (options_.dims.empty() || !t.has_tensor_type() || !t.tensor_type().has_shape()) return false;
+    bool changed = false;
+    for (auto& d : *t.mutable_tensor_type()->mutable_shape()->mutable_dim())
+      if (auto it = d.has_dim_param() ? options_.dims.find(d.dim_param()) : options_.dims.end(); it != options_.dims.end()) {
+        d.set_dim_value(it->second);
+        changed = true;
+      }
+    return changed;
+  }
 
   // A graph output's declared fixed dimensions must survive the new shapes.
   void checkConsistent(const Value* v, const onnx::TypeProto& old, const onnx::TypeProto& now) {
@@ -237,7 +255,7 @@ const RegisterPass registration{PassSpec{
                         {"additionalProperties", {{"type", "array"}, {"items", {{"type", "integer"}, {"minimum", 1}}}}}},
              .convert = inputShapes},
             {.key = "dims", .flags = "--dim", .kind = Kind::JsonPairs,
-             .help = "A symbolic dimension's (dim_param's) value in every graph input that has it: NAME=N (repeatable)",
+             .help = "A symbolic dimension's (dim_param's) value in every graph input that has it, and in every declared type that names it: NAME=N (repeatable)",
              .schema = {{"type", "object"}, {"additionalProperties", {{"type", "integer"}, {"minimum", 1}}}}},
         },
     .examples =

@@ -66,6 +66,45 @@ TEST_CASE("set-shapes: by dimension name, propagated through Reshape into value_
   checkValid(*loadModel(out));
 }
 
+TEST_CASE("set-shapes: a named dimension gets its size where inference does not reach, and contradictions are refused",
+          "[set-shapes]") {
+  // custom.Foo and custom.Bar have no shape inference: their outputs keep
+  // the types the model declared, which name `batch`.
+  auto m = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13, "custom" : 1]>
+g (float[batch, 4] x) => (float[batch, 4] y, float[batch, 4] w) {
+  z = custom.Foo(x)
+  y = Relu(z)
+  w = custom.Bar(z)
+}
+)");
+  auto* vi = m.mutable_graph()->add_value_info();
+  vi->set_name("z");
+  *vi->mutable_type() = m.graph().input(0).type();
+  auto out = foldOrShape(m, byDims({{"batch", 2}}));
+  CHECK(shapeOf(out.graph().input(0)) == "2,4");
+  CHECK(shapeOf(out.graph().output(0)) == "2,4");
+  CHECK(shapeOf(out.graph().output(1)) == "2,4");
+  std::string z;
+  for (const auto& v : out.graph().value_info())
+    if (v.name() == "z") z = shapeOf(v);
+  CHECK(z == "2,4");
+  checkValid(*loadModel(out));
+
+  // An output declared [batch, 4] that the new input shapes make [batch + 1, 4]:
+  // the declaration contradicts the input whatever `batch` is.
+  auto clash = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[batch, 4] x) => (float[batch, 4] y) <float[1, 4] c = {1, 2, 3, 4}> {
+  y = Concat <axis = 0> (x, c)
+}
+)");
+  CHECK_THROWS_WITH(runPass(clash, byDims({{"batch", 2}})),
+                    Catch::Contains("output 'y' is declared [2,4] but the new input shapes give [3,4]"));
+  CHECK_THROWS_WITH(runPass(clash, byDims({{"batch", 3}})),
+                    Catch::Contains("output 'y' is declared [3,4] but the new input shapes give [4,4]"));
+}
+
 TEST_CASE("set-shapes: by input, and every contradiction names the input", "[set-shapes]") {
   auto m = parseModel(kDynamic);
   auto out = foldOrShape(m, byInput("x", {1, 5, 4}));
