@@ -12,6 +12,8 @@
 #include <mutex>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
 #include "support/error.h"
 
 namespace graphrw {
@@ -233,6 +235,7 @@ struct Spill {
   SharedFd fd;
   uint64_t end = 0;
   bool failed = false;
+  bool warned = false;
 };
 
 Spill& spillFile() {
@@ -258,18 +261,25 @@ Bytes Buffer::spill(std::string_view bytes) {
   Spill& s = spillFile();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (bytes.empty() || s.failed) return Bytes::copyOf(bytes);
+  // Without a usable spill file the bytes stay in memory: the run still
+  // succeeds, but a user limiting memory is told once why it grows.
+  auto inMemory = [&](const std::string& why) {
+    if (!std::exchange(s.warned, true))
+      spdlog::warn("folded weights are kept in memory: {} (set TMPDIR to a writable folder with space)", why);
+    return Bytes::copyOf(bytes);
+  };
   try {
     if (!s.fd) s.fd = std::make_shared<Fd>(unlinkedTempFile("spill"));
-  } catch (const std::exception&) {
-    s.failed = true;  // no temporary file: the bytes stay in memory
-    return Bytes::copyOf(bytes);
+  } catch (const std::exception& e) {
+    s.failed = true;
+    return inMemory(e.what());
   }
   auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   uint64_t at = (s.end + page - 1) / page * page;
-  void* base = MAP_FAILED;
-  if (writeAllAt(s.fd->fd, bytes.data(), bytes.size(), at))
-    base = mmap(nullptr, bytes.size(), PROT_READ, MAP_SHARED, s.fd->fd, static_cast<off_t>(at));
-  if (base == MAP_FAILED) return Bytes::copyOf(bytes);  // a full disk: the bytes stay in memory
+  if (!writeAllAt(s.fd->fd, bytes.data(), bytes.size(), at))
+    return inMemory(std::string("cannot write the spill file: ") + std::strerror(errno));  // a full disk
+  void* base = mmap(nullptr, bytes.size(), PROT_READ, MAP_SHARED, s.fd->fd, static_cast<off_t>(at));
+  if (base == MAP_FAILED) return inMemory(std::string("cannot map the spill file: ") + std::strerror(errno));
   s.end = at + bytes.size();
   return Bytes::of(std::make_shared<MappedBuffer>(base, bytes.size(), s.fd, at, /*spilled=*/true));
 }

@@ -4,6 +4,7 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -399,4 +400,43 @@ g (float[2,4] x, float[4] s) => (float[2,4] y, float[2,4] z) {
   CHECK(small["values_renamed"] == 1);
   CHECK(small["nodes_added"] == 1);
   CHECK(sc.graph().node_size() == 4);
+}
+
+TEST_CASE("fold without a usable TMPDIR keeps large results in memory, says so once, and writes them whole", "[cli][fold]") {
+  // Two Concats of [20000] float weights: 160 KB results, over the spill threshold.
+  auto m = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[40000] x) => (float[40000] y, float[40000] z) {
+  c = Concat <axis = 0> (a, b)
+  d = Concat <axis = 0> (b, a)
+  y = Add(x, c)
+  z = Add(x, d)
+}
+)");
+  std::map<std::string, std::string> raw;
+  for (const char* name : {"a", "b"}) {
+    auto* t = m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(20000);
+    std::string bytes(20000 * 4, '\0');
+    for (size_t i = 0; i < 20000; ++i) {
+      float v = static_cast<float>(i) * (name[0] == 'a' ? 0.5f : -0.25f);
+      std::memcpy(bytes.data() + i * 4, &v, 4);
+    }
+    t->set_raw_data(bytes);
+    raw[name] = bytes;
+  }
+  TempDir dir;
+  writeProto(m, dir / "m.onnx");
+  auto r = run("TMPDIR=" + q(dir / "missing") + " " + bin() + " fold " + q(dir / "m.onnx") + " -o " + q(dir / "f.onnx"));
+  REQUIRE(r.status == 0);
+  CHECK(lines(r.err) == 2);  // the warning, once, and "wrote"
+  CHECK_THAT(r.err, Catch::Contains("warning: folded weights are kept in memory: spill: cannot create a temporary file in " +
+                                    (dir / "missing").string()));
+  auto out = readProto(dir / "f.onnx");
+  std::set<std::string> folded;
+  for (const auto& t : out.graph().initializer()) folded.insert(t.raw_data());
+  CHECK(folded == std::set<std::string>{raw["a"] + raw["b"], raw["b"] + raw["a"]});
+  CHECK(run(bin() + " validate " + q(dir / "f.onnx")).status == 0);
 }
