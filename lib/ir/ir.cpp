@@ -2,12 +2,24 @@
 
 #include <algorithm>
 #include <cassert>
+#include <mutex>
+#include <unordered_set>
 
 #include "support/error.h"
 #include "support/external_data.h"
 #include "support/wire.h"
 
 namespace graphrw::ir {
+
+const std::string& internSymbol(std::string_view s) {
+  static const std::string empty;
+  if (s.empty()) return empty;
+  static std::mutex mutex;
+  // Never destroyed: nodes of models alive at exit may still point into it.
+  static auto* table = new std::unordered_set<std::string>();
+  std::lock_guard<std::mutex> lock(mutex);
+  return *table->emplace(s).first;
+}
 
 // ---------------------------------------------------------------------------
 // Tensor
@@ -117,18 +129,18 @@ void Graph::reserveMore(size_t values, size_t nodes) {
 
 void Graph::addInput(Value* v, onnx::ValueInfoProto info) {
   v->graphInput_ = true;
-  if (info.has_type() && !v->type_) v->type_ = info.type();
+  if (info.has_type() && !v->type_) v->setType(info.type());
   inputs_.push_back({v, std::move(info)});
 }
 
 void Graph::addOutput(Value* v, onnx::ValueInfoProto info) {
   v->graphOutputs_++;
-  if (info.has_type() && !v->type_) v->type_ = info.type();
+  if (info.has_type() && !v->type_) v->setType(info.type());
   outputs_.push_back({v, std::move(info)});
 }
 
 void Graph::addValueInfo(Value* v, onnx::ValueInfoProto info) {
-  if (info.has_type()) v->type_ = info.type();
+  if (info.has_type()) v->setType(info.type());
   v->valueInfos_++;
   valueInfo_.push_back({v, std::move(info)});
 }
@@ -141,7 +153,7 @@ void Graph::addInitializer(Value* v, std::unique_ptr<Tensor> tensor) {
     tt->set_elem_type(tensor->dataType());
     auto* shape = tt->mutable_shape();
     for (int64_t d : tensor->proto().dims()) shape->add_dim()->set_dim_value(d);
-    v->type_ = std::move(type);
+    v->setType(std::move(type));
   }
   initializers_.push_back({v, std::move(tensor)});
 }

@@ -126,12 +126,15 @@ class Value {
   bool isSource() const { return producer_ == nullptr; }
 
   // The best type known: from value_info, the graph input/output, or the initializer.
-  const onnx::TypeProto* type() const { return type_ ? &*type_ : nullptr; }
+  const onnx::TypeProto* type() const { return type_.get(); }
 
  private:
   friend class Graph;
   GRAPHRW_IR_EDITORS;
-  void setType(onnx::TypeProto type) { type_ = std::move(type); }
+  void setType(onnx::TypeProto type) {
+    if (type_) *type_ = std::move(type);
+    else type_ = std::make_unique<onnx::TypeProto>(std::move(type));
+  }
   std::string name_;
   Graph* graph_ = nullptr;
   Node* producer_ = nullptr;
@@ -143,7 +146,7 @@ class Value {
   int graphOutputs_ = 0;
   int valueInfos_ = 0;  // entries in its graph's value_info: erasing scans only when > 0
   size_t slot_ = 0;    // index in Graph::values_
-  std::optional<onnx::TypeProto> type_;
+  std::unique_ptr<onnx::TypeProto> type_;  // most values of a large graph have none: a pointer, not 48 bytes
 };
 
 // ---------------------------------------------------------------------------
@@ -161,12 +164,18 @@ struct Attribute {
 };
 
 // ---------------------------------------------------------------------------
+// The one copy of `s` for the process's lifetime (thread-safe): node op
+// types, domains and overloads point at these instead of each holding a
+// string. References stay valid; the table only grows (a model with many
+// distinct op types costs one string each, once per process).
+const std::string& internSymbol(std::string_view s);
+
 class Node {
  public:
   const std::string& name() const { return name_; }
-  const std::string& opType() const { return opType_; }
-  const std::string& domain() const { return domain_; }
-  const std::string& overload() const { return overload_; }
+  const std::string& opType() const { return *opType_; }
+  const std::string& domain() const { return *domain_; }
+  const std::string& overload() const { return *overload_; }
   Graph* graph() const { return graph_; }
 
   const std::vector<Value*>& inputs() const { return inputs_; }    // nullptr: missing optional
@@ -209,7 +218,11 @@ class Node {
   }
   void setPresence(uint8_t p) { presence_ = p; }
   Attribute* mutableAttribute(std::string_view name);
-  std::string name_, opType_, domain_, overload_;
+  std::string name_;
+  // Interned (internSymbol): a graph has few distinct op types and domains.
+  const std::string* opType_ = &internSymbol({});
+  const std::string* domain_ = opType_;
+  const std::string* overload_ = opType_;
   std::vector<Value*> inputs_, outputs_;
   std::vector<Attribute> attrs_;
   std::unique_ptr<onnx::NodeProto> residual_;
@@ -416,14 +429,14 @@ class IrAccess {
   GRAPHRW_IR_TEST_FRIEND;
   static void setIdentity(Node& n, std::string name, std::string opType, std::string domain, std::string overload) {
     n.name_ = std::move(name);
-    n.opType_ = std::move(opType);
-    n.domain_ = std::move(domain);
-    n.overload_ = std::move(overload);
+    n.opType_ = &internSymbol(opType);
+    n.domain_ = &internSymbol(domain);
+    n.overload_ = &internSymbol(overload);
   }
   static void setName(Node& n, std::string name) { n.name_ = std::move(name); }
   static void setOp(Node& n, std::string opType, std::string domain) {
-    n.opType_ = std::move(opType);
-    n.domain_ = std::move(domain);
+    n.opType_ = &internSymbol(opType);
+    n.domain_ = &internSymbol(domain);
   }
   static std::vector<Value*>& inputs(Node& n) { return n.inputs_; }
   static std::vector<Value*>& outputs(Node& n) { return n.outputs_; }
