@@ -1,6 +1,7 @@
 #include "support.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <set>
 
 #include <google/protobuf/util/message_differencer.h>
@@ -16,6 +17,20 @@
 namespace fs = std::filesystem;
 
 namespace graphrw::test {
+
+std::string addFloatRamp(onnx::ModelProto& model, const std::string& name, size_t count, float step) {
+  auto* t = model.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(static_cast<int64_t>(count));
+  std::string raw(count * sizeof(float), '\0');
+  for (size_t i = 0; i < count; ++i) {
+    float v = static_cast<float>(i) * step;
+    std::memcpy(raw.data() + i * sizeof(float), &v, sizeof(float));
+  }
+  t->set_raw_data(raw);
+  return raw;
+}
 
 onnx::ModelProto parseModel(const std::string& text) {
   onnx::ModelProto model;

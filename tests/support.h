@@ -21,6 +21,8 @@ void writeProto(const onnx::ModelProto& proto, const std::filesystem::path& path
 // Main-graph float initializer `name` becomes a sparse initializer holding its
 // nonzero elements, with linear indices [NNZ] or coordinates [NNZ, rank].
 void sparsify(onnx::ModelProto& model, const std::string& name, bool coordinates);
+// Adds a main-graph float initializer [count] holding i * step; returns its raw bytes.
+std::string addFloatRamp(onnx::ModelProto& model, const std::string& name, size_t count, float step);
 std::string readFile(const std::filesystem::path& path);
 void writeFile(const std::filesystem::path& path, const std::string& bytes);
 // Field-by-field equality (google::protobuf::util::MessageDifferencer); fills `diff`.

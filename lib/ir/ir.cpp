@@ -14,10 +14,17 @@ namespace graphrw::ir {
 const std::string& internSymbol(std::string_view s) {
   static const std::string empty;
   if (s.empty()) return empty;
+  // Looked up by the view itself: a symbol already held (nearly every call,
+  // once per node loaded) costs no string.
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view v) const { return std::hash<std::string_view>{}(v); }
+  };
   static std::mutex mutex;
   // Never destroyed: nodes of models alive at exit may still point into it.
-  static auto* table = new std::unordered_set<std::string>();
+  static auto* table = new std::unordered_set<std::string, Hash, std::equal_to<>>();
   std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = table->find(s); it != table->end()) return *it;
   return *table->emplace(s).first;
 }
 

@@ -4,7 +4,6 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -413,20 +412,8 @@ g (float[40000] x) => (float[40000] y, float[40000] z) {
   z = Add(x, d)
 }
 )");
-  std::map<std::string, std::string> raw;
-  for (const char* name : {"a", "b"}) {
-    auto* t = m.mutable_graph()->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    t->add_dims(20000);
-    std::string bytes(20000 * 4, '\0');
-    for (size_t i = 0; i < 20000; ++i) {
-      float v = static_cast<float>(i) * (name[0] == 'a' ? 0.5f : -0.25f);
-      std::memcpy(bytes.data() + i * 4, &v, 4);
-    }
-    t->set_raw_data(bytes);
-    raw[name] = bytes;
-  }
+  std::map<std::string, std::string> raw = {{"a", addFloatRamp(m, "a", 20000, 0.5f)},
+                                            {"b", addFloatRamp(m, "b", 20000, -0.25f)}};
   TempDir dir;
   writeProto(m, dir / "m.onnx");
   auto r = run("TMPDIR=" + q(dir / "missing") + " " + bin() + " fold " + q(dir / "m.onnx") + " -o " + q(dir / "f.onnx"));

@@ -240,20 +240,8 @@ g (float[40000] x) => (float[40000] z) {
   z = Add(x, c)
 }
 )");
-  std::string expected;
-  for (const char* name : {"a", "b"}) {
-    auto* t = m.mutable_graph()->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    t->add_dims(20000);
-    std::string raw(20000 * 4, '\0');
-    for (size_t i = 0; i < 20000; ++i) {
-      float v = static_cast<float>(i) * (name[0] == 'a' ? 0.5f : -0.25f);
-      std::memcpy(raw.data() + i * 4, &v, 4);
-    }
-    t->set_raw_data(raw);
-    expected += raw;
-  }
+  std::string expected = addFloatRamp(m, "a", 20000, 0.5f);
+  expected += addFloatRamp(m, "b", 20000, -0.25f);
   nlohmann::json report;
   auto model = runPass(m, passes::createFoldPass({}), &report);
   CHECK(report["folded"]["Concat"] == 1);
