@@ -8,12 +8,16 @@
 #include <climits>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <set>
+
+#include <google/protobuf/io/coded_stream.h>
 
 #include "io/atomic_file.h"
 #include "io/fault.h"
 #include "support/error.h"
 #include "support/external_data.h"
+#include "support/model_bytes.h"
 #include "support/wire.h"
 
 namespace fs = std::filesystem;
@@ -86,7 +90,7 @@ class ProtoBuilder {
   std::vector<Bytes> payloads;
   // When set, the main graph's nodes are serialized here one at a time (as
   // GraphProto field 1) instead of being held as NodeProtos all at once.
-  std::string* mainNodes = nullptr;
+  ModelBytes* mainNodes = nullptr;
 
   void functionOnly(const Function& f, onnx::FunctionProto& out) { function(f, out); }
   void nodeOnly(const Node& n, onnx::NodeProto& out) { node(n, out); }
@@ -94,14 +98,17 @@ class ProtoBuilder {
   void model(const Model& m, onnx::ModelProto& out) {
     out = m.residual();
     if (mainNodes) {
+      namespace pbio = google::protobuf::io;
       onnx::NodeProto np;
-      std::string bytes;
       for (const auto& n : m.graph().nodes()) {
         np.Clear();
         node(*n, np);
-        bytes.clear();
-        np.SerializeToString(&bytes);
-        wire::appendLenField(*mainNodes, 1, bytes);
+        const size_t size = np.ByteSizeLong();
+        uint8_t* start = reinterpret_cast<uint8_t*>(mainNodes->extend(size + 11));
+        uint8_t* p = pbio::CodedOutputStream::WriteTagToArray(0x0a, start);  // field 1, length-delimited
+        p = pbio::CodedOutputStream::WriteVarint64ToArray(size, p);
+        p = np.SerializeWithCachedSizesToArray(p);
+        mainNodes->commit(static_cast<size_t>(p - start));
       }
     }
     graph(m.graph(), *out.mutable_graph(), /*withNodes=*/mainNodes == nullptr);
@@ -322,31 +329,28 @@ bool sameDir(const fs::path& a, const fs::path& b) {
 
 }  // namespace
 
+// The room ModelBytes keeps for the model's fields before its graph (1-6,
+// copied from the residual unchanged): their text, and up to 11 bytes for each
+// tag and varint, the graph's own tag and length included.
+size_t headroomFor(const Model& model) {
+  const onnx::ModelProto& r = model.residual();
+  return r.producer_name().size() + r.producer_version().size() + r.domain().size() + r.doc_string().size() + 7 * 11;
+}
+
 // The model's protobuf bytes, payloads as placeholders, with the main graph's
 // nodes streamed: ModelProto.graph (7) gets them as its leading field 1, the
 // place protobuf itself gives them.
-std::string serializeStreamed(ProtoBuilder& builder, const Model& model) {
-  std::string nodes;
-  builder.mainNodes = &nodes;
-  onnx::ModelProto proto;
-  builder.model(model, proto);
-  std::string rest = proto.SerializeAsString();
-  proto.Clear();
-  std::string out;
-  out.reserve(rest.size() + nodes.size() + 16);
-  wire::Reader r(rest);
-  wire::Field f;
-  while (r.next(f)) {
-    if (f.number == 7 && f.type == wire::WireType::Len) {
-      wire::appendTag(out, 7, wire::WireType::Len);
-      wire::appendVarint(out, nodes.size() + f.payload.size());
-      out.append(nodes);
-      out.append(f.payload);
-    } else {
-      out.append(f.begin, f.end);
-    }
+std::unique_ptr<ModelBytes> serializeStreamed(ProtoBuilder& builder, const Model& model) {
+  auto bytes = std::make_unique<ModelBytes>(headroomFor(model));
+  builder.mainNodes = bytes.get();
+  try {
+    onnx::ModelProto proto;
+    builder.model(model, proto);
+    bytes->finish(proto.SerializeAsString());
+  } catch (const std::length_error&) {
+    usageError("the model would be over protobuf's 2 GB limit; store the weights outside it with --external-data FILE");
   }
-  return out;
+  return bytes;
 }
 
 // One message built with every payload copied in.
@@ -380,8 +384,8 @@ onnx::NodeProto nodeToProto(const Node& node) {
 std::string serialize(const Model& model) {
   WriteOptions options;
   ProtoBuilder builder(false, options, false, nullptr);
-  std::string bytes = serializeStreamed(builder, model);
-  auto spliced = wire::splicePayloads(bytes, builder.payloads);
+  auto bytes = serializeStreamed(builder, model);
+  auto spliced = wire::splicePayloads(bytes->view(), builder.payloads);
   std::string out;
   out.reserve(spliced.size);
   for (const auto& p : spliced.pieces) out.append(p.data, p.size);
@@ -458,8 +462,8 @@ WriteResult writeModel(Model& model, const std::string& path, const WriteOptions
   }
 
   ProtoBuilder builder(false, options, relocate, useData ? &data : nullptr);
-  std::string bytes = serializeStreamed(builder, model);
-  auto spliced = wire::splicePayloads(bytes, builder.payloads);
+  auto bytes = serializeStreamed(builder, model);
+  auto spliced = wire::splicePayloads(bytes->view(), builder.payloads);
   if (spliced.size > kProtobufLimit)
     usageError("the model would be " + std::to_string(spliced.size) +
                " bytes, over protobuf's 2 GB limit; store the weights outside it with --external-data FILE");

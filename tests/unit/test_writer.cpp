@@ -9,6 +9,8 @@
 #include "models.h"
 #include "support.h"
 #include "support/error.h"
+#include "support/model_bytes.h"
+#include "support/wire.h"
 
 namespace fs = std::filesystem;
 using namespace graphrw;
@@ -38,6 +40,42 @@ TEST_CASE("write is byte-identical to protobuf's own serialization", "[writer]")
   CHECK(result.modelBytes == proto.ByteSizeLong());
   CHECK(test::readFile(dir / "out.onnx") == proto.SerializeAsString());
   CHECK(filesIn(dir.path()) == 2);  // no temporary left behind
+}
+
+TEST_CASE("write is byte-identical with long fields before the graph and after it", "[writer]") {
+  auto proto = rawModel();
+  proto.set_producer_name(std::string(300, 'p'));
+  proto.set_doc_string(std::string(70000, 'd'));  // its length takes a 3-byte varint
+  proto.set_domain("ai.example");
+  proto.set_model_version(1ll << 60);
+  auto* meta = proto.add_metadata_props();
+  meta->set_key("k");
+  meta->set_value(std::string(5000, 'v'));
+  test::TempDir dir;
+  test::writeProto(proto, dir / "in.onnx");
+  auto model = loadModel((dir / "in.onnx").string());
+  writeModel(*model, (dir / "out.onnx").string());
+  CHECK(test::readFile(dir / "out.onnx") == proto.SerializeAsString());
+}
+
+TEST_CASE("model bytes: streamed nodes framed by the model's other fields, whatever the room in front", "[writer]") {
+  auto proto = test::parseModel(test::kSmallModel);
+  proto.set_producer_name(std::string(200, 'p'));
+  const std::string expected = proto.SerializeAsString();
+  onnx::ModelProto rest = proto;
+  rest.mutable_graph()->clear_node();
+  for (size_t room : {size_t{0}, size_t{10}, size_t{211}, size_t{4096}}) {
+    ModelBytes bytes(room);
+    for (const auto& n : proto.graph().node()) {
+      std::string field;
+      wire::appendLenField(field, 1, n.SerializeAsString());
+      bytes.append(field);
+    }
+    bytes.finish(rest.SerializeAsString());
+    CHECK(bytes.view() == expected);
+  }
+  ModelBytes none(16);
+  CHECK_THROWS(none.finish(std::string("\x08\x07", 2)));  // ir_version only: no graph to hold nodes
 }
 
 TEST_CASE("toProto materializes every payload", "[writer]") {

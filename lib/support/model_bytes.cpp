@@ -1,0 +1,81 @@
+#include "support/model_bytes.h"
+
+#include <sys/mman.h>
+
+#include <cstring>
+#include <stdexcept>
+
+#include "support/wire.h"
+
+namespace graphrw {
+
+namespace {
+
+// Address space reserved for one model: protobuf refuses messages of 2 GiB or
+// more, so the writer stops before this is reached (it checks the size after).
+constexpr size_t kReservation = size_t{4} << 30;
+
+}  // namespace
+
+ModelBytes::ModelBytes(size_t headroom) : headroom_(headroom), size_(headroom) {
+  if constexpr (sizeof(void*) >= 8) {
+    void* p = mmap(nullptr, kReservation, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p != MAP_FAILED) {
+      mapped_ = static_cast<char*>(p);
+      reserved_ = kReservation;
+    }
+  }
+  if (!mapped_) heap_.resize(headroom);
+}
+
+ModelBytes::~ModelBytes() {
+  if (mapped_) munmap(mapped_, reserved_);
+}
+
+void ModelBytes::reserveBytes(size_t total) {
+  if (mapped_) {
+    if (total > reserved_) throw std::length_error("the serialized model exceeds " + std::to_string(reserved_) + " bytes");
+    return;
+  }
+  if (total > heap_.size()) heap_.resize(std::max(total, heap_.size() + heap_.size() / 2));
+}
+
+char* ModelBytes::extend(size_t n) {
+  reserveBytes(size_ + n);
+  return data() + size_;
+}
+
+void ModelBytes::append(std::string_view bytes) {
+  std::memcpy(extend(bytes.size()), bytes.data(), bytes.size());
+  commit(bytes.size());
+}
+
+void ModelBytes::finish(std::string_view rest) {
+  wire::Reader r(rest);
+  wire::Field f;
+  bool found = false;
+  while (!found && r.next(f)) found = f.number == 7 && f.type == wire::WireType::Len;
+  if (!found) throw std::runtime_error("the model has no graph to put its nodes in");
+  std::string header(rest.substr(0, static_cast<size_t>(f.begin - rest.data())));
+  wire::appendTag(header, 7, wire::WireType::Len);
+  wire::appendVarint(header, appended() + f.payload.size());
+  std::string_view suffix = rest.substr(static_cast<size_t>(f.end - rest.data()));
+  append(f.payload);
+  append(suffix);
+  if (header.size() <= headroom_) {
+    begin_ = headroom_ - header.size();
+    std::memcpy(data() + begin_, header.data(), header.size());
+    return;
+  }
+  // The fields before the graph outgrew the room kept for them: one copy.
+  std::string whole = header;
+  whole.append(data() + headroom_, size_ - headroom_);
+  if (mapped_) munmap(mapped_, reserved_);
+  mapped_ = nullptr;
+  reserved_ = 0;
+  heap_ = std::move(whole);
+  size_ = heap_.size();
+  begin_ = 0;
+}
+
+}  // namespace graphrw

@@ -1,0 +1,59 @@
+// The serialized bytes of a ModelProto whose main-graph nodes are streamed in
+// one at a time, assembled without ever copying them.
+//
+// The writer serializes every main-graph node as GraphProto field 1 into this
+// buffer, then hands over the rest of the model (a ModelProto whose graph has
+// no nodes). The fields before the graph and the graph's own tag and length go
+// into room kept in front of the nodes; the graph's other fields and the
+// model's later fields are appended after them. The nodes' bytes, the bulk of
+// a large graph, are thus held once: the old way (a string of nodes, then the
+// model copied around it) held them twice, and a string's doubling growth
+// copies everything it holds at each step.
+//
+// The storage is a reservation of address space (anonymous, MAP_NORESERVE):
+// it grows in place and only the pages written count against memory. Where the
+// reservation cannot be made (strict overcommit), a std::string is used.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace graphrw {
+
+class ModelBytes {
+ public:
+  // `headroom`: bytes kept in front for the model's fields numbered below the
+  // graph (7), its tag and its length. finish() copies once if it is short.
+  explicit ModelBytes(size_t headroom);
+  ~ModelBytes();
+  ModelBytes(const ModelBytes&) = delete;
+  ModelBytes& operator=(const ModelBytes&) = delete;
+
+  // Room for `n` more bytes at the end; commit(n) keeps them.
+  char* extend(size_t n);
+  void commit(size_t n) { size_ += n; }
+  void append(std::string_view bytes);
+  // Bytes appended so far (the nodes, before finish()).
+  size_t appended() const { return size_ - headroom_; }
+
+  // `rest`: the serialized model whose graph (field 7) lacks the nodes.
+  // Throws std::runtime_error when `rest` has no graph field.
+  void finish(std::string_view rest);
+  // The model's bytes, valid until this object is destroyed.
+  std::string_view view() const { return {data() + begin_, size_ - begin_}; }
+
+ private:
+  char* data() const { return mapped_ ? mapped_ : const_cast<char*>(heap_.data()); }
+  void reserveBytes(size_t total);
+
+  char* mapped_ = nullptr;  // the reservation, when it could be made
+  size_t reserved_ = 0;
+  std::string heap_;  // the storage otherwise (its size is the capacity in use)
+  size_t headroom_;
+  size_t size_;       // bytes in use, from the start of the storage
+  size_t begin_ = 0;  // where the model starts once finished
+};
+
+}  // namespace graphrw
