@@ -88,8 +88,7 @@ std::vector<Graph*> Node::subgraphs() const {
 // Graph
 
 Value* Graph::findLocal(std::string_view name) const {
-  Value* const* v = byName_.find(name);
-  return v ? *v : nullptr;
+  return byName_.find(name);
 }
 
 Value* Graph::find(std::string_view name) const {
@@ -106,7 +105,7 @@ Value* Graph::addValue(const std::string& name) {
   auto value = newValue();
   IrAccess::setName(*value, name);
   Value* raw = value.get();
-  if (!byName_.emplace(raw->name(), raw).second) badInput("value '" + name + "' is defined twice");
+  if (!byName_.insert(raw)) badInput("value '" + name + "' is defined twice");
   names_->insert(name);
   IrAccess::place(*value, this, values_.size());
   values_.push_back(std::move(value));
@@ -117,7 +116,7 @@ Value* Graph::addFreshValue(const std::string& base) {
   auto value = newValue();
   IrAccess::setName(*value, names_->fresh(base));  // reserved in the table by fresh()
   Value* raw = value.get();
-  if (!byName_.emplace(raw->name(), raw).second) fail(ExitCode::Internal, "fresh name '" + raw->name() + "' is in use");
+  if (!byName_.insert(raw)) fail(ExitCode::Internal, "fresh name '" + raw->name() + "' is in use");
   IrAccess::place(*value, this, values_.size());
   values_.push_back(std::move(value));
   return raw;

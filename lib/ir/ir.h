@@ -333,7 +333,11 @@ class Graph {
   onnx::GraphProto residual_;  // name, doc_string, quantization_annotation, unknown fields
   std::list<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Value>> values_;
-  FlatStringMap<std::string_view, Value*> byName_;  // keys view Value::name_
+  struct ValueName {
+    std::string_view operator()(const Value* v) const { return v->name(); }
+  };
+  using ValueIndex = FlatIndex<Value, ValueName>;
+  ValueIndex byName_;
   std::vector<ValueInfo> inputs_, outputs_, valueInfo_;
   std::vector<Initializer> initializers_;
   std::vector<SparseInitializer> sparse_;
@@ -449,7 +453,7 @@ class IrAccess {
     v.graph_ = g;
     v.slot_ = slot;
   }
-  static FlatStringMap<std::string_view, Value*>& byName(Graph& g) { return g.byName_; }
+  static Graph::ValueIndex& byName(Graph& g) { return g.byName_; }
   static std::vector<ValueInfo>& inputs(Graph& g) { return g.inputs_; }
   static std::vector<ValueInfo>& outputs(Graph& g) { return g.outputs_; }
   static std::list<std::unique_ptr<Node>>& nodes(Graph& g) { return g.nodes_; }

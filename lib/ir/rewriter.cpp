@@ -263,7 +263,7 @@ std::string Rewriter::renameValue(Value* v, const std::string& wanted) {
   index.erase(v->name());
   g->mutableNames().erase(v->name());
   IrAccess::setName(*v, name);
-  index.emplace(v->name(), v);
+  index.insert(v);
   counts_.valuesRenamed++;
   return name;
 }

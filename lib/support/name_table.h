@@ -1,9 +1,9 @@
 // A multiset of names with O(1) fresh-name generation. Counted, because input
 // models may repeat node names and subgraphs may shadow outer value names.
-// Names are remembered by their 64-bit hash, not their text: a table of
-// millions of names then costs 16-byte slots and no string copies. Two names
-// with one hash (about 1 in 10^7 for a 4-million-name model) can only make
-// fresh() pass over a free name, never hand out a taken one.
+// Names are remembered by 48 bits of their hash, not their text: a table of
+// millions of names then costs 8-byte slots and no string copies. Two names
+// with one such hash (about a 3% chance somewhere in a 4-million-name model)
+// can only make fresh() pass over a free name, never hand out a taken one.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,9 @@
 #include <catch2/catch.hpp>
 #include <map>
+#include <memory>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "support/flat_map.h"
 
@@ -90,4 +93,49 @@ TEST_CASE("hash counter: counted keys, removal, regrowth", "[flat_map]") {
     live += n > 0;
   }
   CHECK(c.size() == live);
+}
+
+namespace {
+struct Named {
+  std::string name;
+};
+struct NameOf {
+  std::string_view operator()(const Named* n) const { return n->name; }
+};
+}  // namespace
+
+TEST_CASE("flat index: items found by their own names, against std::map", "[flat_map]") {
+  std::vector<std::unique_ptr<Named>> items;
+  for (int i = 0; i < 3000; ++i) items.push_back(std::make_unique<Named>(Named{"v" + std::to_string(i)}));
+  graphrw::FlatIndex<Named, NameOf> index;
+  std::map<std::string, Named*> ref;
+  std::mt19937_64 rng(5);
+  for (int step = 0; step < 50000; ++step) {
+    Named* n = items[rng() % items.size()].get();
+    if (rng() % 3) {
+      CHECK(index.insert(n) == (ref.count(n->name) == 0));
+      ref.emplace(n->name, n);
+    } else {
+      CHECK(index.erase(n->name) == (ref.erase(n->name) == 1));
+    }
+    CHECK(index.size() == ref.size());
+  }
+  for (const auto& n : items) {
+    auto it = ref.find(n->name);
+    CHECK(index.find(n->name) == (it == ref.end() ? nullptr : it->second));
+  }
+  Named twin{"v1"};  // a second item of a held name is refused
+  if (!index.find("v1")) CHECK(index.insert(items[1].get()));
+  CHECK_FALSE(index.insert(&twin));
+  CHECK(index.find("v1") == items[1].get());
+}
+
+TEST_CASE("hash counter: a count saturates and then holds its key for good", "[flat_map]") {
+  graphrw::FlatHashCounter c;
+  for (int i = 0; i < 70000; ++i) c.add(42);
+  CHECK(c.count(42) == 0xffff);
+  for (int i = 0; i < 70000; ++i) c.remove(42);
+  CHECK(c.count(42) == 0xffff);
+  CHECK(c.size() == 1);
+  CHECK(c.count(42 | uint64_t{7} << 48) == 0xffff);  // keys are their low 48 bits
 }
