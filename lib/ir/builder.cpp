@@ -1,6 +1,8 @@
 #include "ir/builder.h"
 
 #include <map>
+#include <memory>
+#include <vector>
 
 #include "ir/verifier.h"
 #include "support/error.h"
@@ -132,12 +134,39 @@ class Builder {
   }
 
   template <typename NodeList>
+  // Creates the nodes in order, wiring each at once while the graph is in
+  // order so far (every input already defined here, no subgraph to build) and
+  // freeing its proto: loading a million-node graph then never holds every
+  // NodeProto and every Node together. From the first node that reads a name
+  // not yet defined here (a later node's, or an enclosing graph's) or holds a
+  // subgraph, the rest are wired after all are created, in order, as before.
   void nodes(NodeList& list, Graph& g) {
-    std::vector<Node*> created;
-    created.reserve(list.size());
-    for (auto& np : list) created.push_back(node(np, g));
-    size_t i = 0;
-    for (auto& np : list) wireNode(np, created[i++], g);
+    const int count = list.size();
+    std::vector<std::unique_ptr<onnx::NodeProto>> protos(static_cast<size_t>(count));
+    {
+      std::vector<onnx::NodeProto*> raw(static_cast<size_t>(count));
+      list.ExtractSubrange(0, count, raw.data());  // the caller's list owns no arena: these are ours now
+      for (size_t i = 0; i < raw.size(); ++i) protos[i].reset(raw[i]);
+    }
+    std::vector<Node*> created(protos.size());
+    size_t wired = 0;
+    for (size_t i = 0; i < protos.size(); ++i) {
+      created[i] = node(*protos[i], g);
+      if (wired == i && wiresNow(*protos[i], g)) {
+        wireNode(*protos[i], created[i], g);
+        protos[i].reset();
+        wired = i + 1;
+      }
+    }
+    for (size_t i = wired; i < protos.size(); ++i) wireNode(*protos[i], created[i], g);
+  }
+
+  static bool wiresNow(const onnx::NodeProto& np, const Graph& g) {
+    for (const auto& a : np.attribute())
+      if (a.has_g() || a.graphs_size() > 0) return false;
+    for (const auto& name : np.input())
+      if (!name.empty() && !g.findLocal(name)) return false;
+    return true;
   }
 
   template <typename Repeated>

@@ -187,6 +187,42 @@ main (float[2] X) => (float[2] Y) {
   CHECK(serialize(*model) == m.SerializeAsString());
 }
 
+TEST_CASE("a graph in order up to a subgraph reading a later value: wired eagerly, then as before", "[loader]") {
+  // The loader wires (and frees the protos of) nodes while the graph is in
+  // order, then wires the rest after creating them all: a branch may read B,
+  // which only a later node defines; the uses keep node order.
+  auto m = test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (bool C, float[2] X) => (float[2] Y) {
+  A = Relu(X)
+  Z = If (C) <then_branch = g1 () => (float[2] t) { t = Abs(B) }, else_branch = g2 () => (float[2] e) { e = Neg(A) }>
+  B = Neg(X)
+  Y = Add(B, Z)
+}
+)");
+  auto model = loadBytes(m.SerializeAsString());
+  Graph& g = model->graph();
+  Value* b = g.findLocal("B");
+  REQUIRE(b);
+  REQUIRE(b->uses().size() == 2);
+  CHECK(b->uses()[0].node->opType() == "Abs");
+  CHECK(b->uses()[1].node->opType() == "Add");
+  Value* x = g.findLocal("X");
+  REQUIRE(x->uses().size() == 2);
+  CHECK(x->uses()[0].node->opType() == "Relu");
+  CHECK(x->uses()[1].node->opType() == "Neg");
+  CHECK(serialize(*model) == m.SerializeAsString());
+  // Nodes that read what nobody defines still fail, naming the node.
+  auto bad = test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (float[2] X) => (float[2] Y) {
+  A = Relu(X)
+  Y = Neg(Q)
+}
+)");
+  CHECK_THAT(loadError(bad.SerializeAsString()), Catch::Contains("reads value 'Q' that nobody produces"));
+}
+
 TEST_CASE("IR versions and opsets newer than ONNX 1.12 knows load and write unchanged", "[loader]") {
   auto proto = test::parseModel(test::kSmallModel);
   proto.set_ir_version(11);
