@@ -236,12 +236,17 @@ def scaling_bench(args, out):
         model = os.path.join(out, f"calls-{calls}.onnx")
         if not os.path.exists(model):
             subprocess.check_call([gen, "-o", model, "--calls", str(calls), "--body-nodes", "20"])
+        flat = os.path.join(out, f"calls-{calls}.flat.onnx")  # the same graph stored expanded: loading it is the work
+        if not os.path.exists(flat):
+            subprocess.check_call([g, "-q", "expand", model, "-o", flat])
+        cmds[f"convert {label}"] = [g, "-q", "convert", flat, "-o", os.path.join(out, f"calls-{calls}.converted.onnx")]
         cmds[f"expand {label}"] = [g, "-q", "expand", model, "-o", os.path.join(out, f"calls-{calls}.expanded.onnx")]
         cmds[f"rules {label}"] = [g, "-q", "run", rules, model, "-o", os.path.join(out, f"calls-{calls}.rules.onnx")]
         cmds[f"pattern {label}"] = [g, "-q", "run", os.path.join(ROOT, "bench", "rules", "pattern-scaling.rules.json"), model,
                                     "-o", os.path.join(out, f"calls-{calls}.pattern.onnx")]
     res = measure(spawn, with_baseline(cmds, g), args.runs)
     return {"body_nodes": 20, "nodes": {"10k": 10_000, "1M": 1_000_000}, "results": res,
+            "ratio_convert_1M_to_10k": res["convert 1M"]["median_s"] / res["convert 10k"]["median_s"],
             "ratio_expand_1M_to_10k": res["expand 1M"]["median_s"] / res["expand 10k"]["median_s"],
             "ratio_rules_1M_to_10k": res["rules 1M"]["median_s"] / res["rules 10k"]["median_s"],
             "ratio_pattern_1M_to_10k": res["pattern 1M"]["median_s"] / res["pattern 10k"]["median_s"]}
@@ -280,7 +285,8 @@ def main():
         report["scaling"] = scaling_bench(args, out)
         for k, v in report["scaling"]["results"].items():
             print(f"  {k:12s} median {v['median_s']:.3f}s  peak RSS {v['peak_rss_bytes'] / 2**20:.0f} MiB")
-        print(f"scaling 1M/10k nodes: expand x{report['scaling']['ratio_expand_1M_to_10k']:.1f}, "
+        print(f"scaling 1M/10k nodes: convert (load) x{report['scaling']['ratio_convert_1M_to_10k']:.1f}, "
+              f"expand x{report['scaling']['ratio_expand_1M_to_10k']:.1f}, "
               f"rules with every pass x{report['scaling']['ratio_rules_1M_to_10k']:.1f}, "
               f"pattern x{report['scaling']['ratio_pattern_1M_to_10k']:.1f} (100 = linear)")
     for name in ("io", "external", "scaling"):
