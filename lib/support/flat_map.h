@@ -16,6 +16,21 @@
 
 namespace graphrw {
 
+namespace flat_detail {
+
+// Slots (a power of two) for `n` live entries at a load factor of at most 3/4:
+// never fewer than `current`, and twice as many when a table with no
+// tombstones to drop is full.
+inline size_t capacityFor(size_t n, size_t current, bool noTombstones) {
+  size_t capacity = 16;
+  while (capacity * 3 < n * 4 + 4) capacity *= 2;
+  if (capacity < current) capacity = current;
+  if (capacity == current && noTombstones && current > 0) capacity *= 2;
+  return capacity;
+}
+
+}  // namespace flat_detail
+
 template <typename Key, typename Value>
 class FlatStringMap {
  public:
@@ -98,13 +113,9 @@ class FlatStringMap {
 
   // Rebuilds with room for `n` live entries (load factor at most 3/4), dropping tombstones.
   void grow(size_t n) {
-    size_t capacity = 16;
-    while (capacity * 3 < n * 4 + 4) capacity *= 2;
-    if (capacity < slots_.size()) capacity = slots_.size();
-    if (capacity == slots_.size() && used_ == size_ && !slots_.empty()) capacity *= 2;
     std::vector<Slot> old;
     old.swap(slots_);
-    slots_.resize(capacity);
+    slots_.resize(flat_detail::capacityFor(n, old.size(), used_ == size_));
     used_ = size_;
     for (Slot& s : old) {
       if (s.state != kFull) continue;
@@ -197,11 +208,7 @@ class FlatIndex {
 
   // Rebuilds with room for `n` live entries (load factor at most 3/4), dropping tombstones.
   void grow(size_t n) {
-    size_t capacity = 16;
-    while (capacity * 3 < n * 4 + 4) capacity *= 2;
-    if (capacity < slots_.size()) capacity = slots_.size();
-    if (capacity == slots_.size() && used_ == size_ && !slots_.empty()) capacity *= 2;
-    std::vector<Slot> old(capacity);
+    std::vector<Slot> old(flat_detail::capacityFor(n, slots_.size(), used_ == size_));
     old.swap(slots_);
     used_ = size_;
     for (const Slot& s : old) {
