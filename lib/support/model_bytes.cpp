@@ -9,20 +9,13 @@
 
 namespace graphrw {
 
-namespace {
-
-// Address space reserved for one model: protobuf refuses messages of 2 GiB or
-// more, so the writer stops before this is reached (it checks the size after).
-constexpr size_t kReservation = size_t{4} << 30;
-
-}  // namespace
-
-ModelBytes::ModelBytes(size_t headroom) : headroom_(headroom), size_(headroom) {
-  if constexpr (sizeof(void*) >= 8) {
-    void* p = mmap(nullptr, kReservation, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+ModelBytes::ModelBytes(size_t headroom, size_t reservation) : headroom_(headroom), size_(headroom) {
+  // Where the reservation cannot be made (ulimit -v, 32-bit), a std::string holds the bytes.
+  if (sizeof(void*) >= 8 && reservation > headroom) {
+    void* p = mmap(nullptr, reservation, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p != MAP_FAILED) {
       mapped_ = static_cast<char*>(p);
-      reserved_ = kReservation;
+      reserved_ = reservation;
     }
   }
   if (!mapped_) heap_.resize(headroom);

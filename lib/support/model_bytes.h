@@ -12,7 +12,7 @@
 //
 // The storage is a reservation of address space (anonymous, MAP_NORESERVE):
 // it grows in place and only the pages written count against memory. Where the
-// reservation cannot be made (strict overcommit), a std::string is used.
+// reservation cannot be made (strict overcommit, ulimit -v), a std::string is used.
 #pragma once
 
 #include <cstddef>
@@ -26,7 +26,10 @@ class ModelBytes {
  public:
   // `headroom`: bytes kept in front for the model's fields numbered below the
   // graph (7), its tag and its length. finish() copies once if it is short.
-  explicit ModelBytes(size_t headroom);
+  // `reservation`: the address space to reserve (0: use a std::string).
+  // Growing past a reservation throws std::length_error.
+  static constexpr size_t kReservation = size_t{4} << 30;  // over protobuf's 2 GiB
+  explicit ModelBytes(size_t headroom, size_t reservation = kReservation);
   ~ModelBytes();
   ModelBytes(const ModelBytes&) = delete;
   ModelBytes& operator=(const ModelBytes&) = delete;

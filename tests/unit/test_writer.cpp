@@ -65,15 +65,20 @@ TEST_CASE("model bytes: streamed nodes framed by the model's other fields, whate
   onnx::ModelProto rest = proto;
   rest.mutable_graph()->clear_node();
   for (size_t room : {size_t{0}, size_t{10}, size_t{211}, size_t{4096}}) {
-    ModelBytes bytes(room);
-    for (const auto& n : proto.graph().node()) {
-      std::string field;
-      wire::appendLenField(field, 1, n.SerializeAsString());
-      bytes.append(field);
+    for (size_t reservation : {ModelBytes::kReservation, size_t{0}}) {  // mapped, or a string where it cannot be
+      ModelBytes bytes(room, reservation);
+      for (const auto& n : proto.graph().node()) {
+        std::string field;
+        wire::appendLenField(field, 1, n.SerializeAsString());
+        bytes.append(field);
+      }
+      bytes.finish(rest.SerializeAsString());
+      CHECK(bytes.view() == expected);
     }
-    bytes.finish(rest.SerializeAsString());
-    CHECK(bytes.view() == expected);
   }
+  ModelBytes small(16, 4096);  // a reservation is a hard limit
+  small.append(std::string(4000, 'n'));
+  CHECK_THROWS_AS(small.append(std::string(100, 'n')), std::length_error);
   ModelBytes none(16);
   CHECK_THROWS(none.finish(std::string("\x08\x07", 2)));  // ir_version only: no graph to hold nodes
 }
