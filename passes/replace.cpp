@@ -43,7 +43,7 @@ void ReplaceRun::run(Model& model, PassContext& context) {
     } else {
       // Every match is planned (and so checked) before the first edit, then
       // planned again as it is applied: holding every plan at once cost
-      // about 300 bytes a match, the peak of a million-node run.
+      // about 300 bytes a match.
       for (Node* n : matches) plan(r, *n);
       for (Node* n : matches) {
         OpPlan p = plan(r, *n);

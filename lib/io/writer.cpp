@@ -327,15 +327,18 @@ bool sameDir(const fs::path& a, const fs::path& b) {
   return !ec && same;
 }
 
-}  // namespace
-
-// The room ModelBytes keeps for the model's fields before its graph (1-6,
-// copied from the residual unchanged): their text, and up to 11 bytes for each
-// tag and varint, the graph's own tag and length included.
+// Room for the model's fields before its graph (1-6, the residual's): their
+// text and up to 11 bytes per tag and varint, the graph's tag and length too.
 size_t headroomFor(const Model& model) {
   const onnx::ModelProto& r = model.residual();
   return r.producer_name().size() + r.producer_version().size() + r.domain().size() + r.doc_string().size() + 7 * 11;
 }
+
+[[noreturn]] void overProtobufLimit(const std::string& size) {  // size: "N bytes, " when known
+  usageError("the model would be " + size + "over protobuf's 2 GB limit; store the weights outside it with --external-data FILE");
+}
+
+}  // namespace
 
 // The model's protobuf bytes, payloads as placeholders, with the main graph's
 // nodes streamed: ModelProto.graph (7) gets them as its leading field 1, the
@@ -348,7 +351,7 @@ std::unique_ptr<ModelBytes> serializeStreamed(ProtoBuilder& builder, const Model
     builder.model(model, proto);
     bytes->finish(proto.SerializeAsString());
   } catch (const std::length_error&) {
-    usageError("the model would be over protobuf's 2 GB limit; store the weights outside it with --external-data FILE");
+    overProtobufLimit("");
   }
   return bytes;
 }
@@ -465,8 +468,7 @@ WriteResult writeModel(Model& model, const std::string& path, const WriteOptions
   auto bytes = serializeStreamed(builder, model);
   auto spliced = wire::splicePayloads(bytes->view(), builder.payloads);
   if (spliced.size > kProtobufLimit)
-    usageError("the model would be " + std::to_string(spliced.size) +
-               " bytes, over protobuf's 2 GB limit; store the weights outside it with --external-data FILE");
+    overProtobufLimit(std::to_string(spliced.size) + " bytes, ");
 
   WriteResult result;
   result.modelBytes = spliced.size;

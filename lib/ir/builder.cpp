@@ -133,13 +133,13 @@ class Builder {
     if (np.ByteSizeLong() > 0) n->mutableResidual() = std::move(np);
   }
 
-  template <typename NodeList>
   // Creates the nodes in order, wiring each at once while the graph is in
   // order so far (every input already defined here, no subgraph to build) and
   // freeing its proto: loading a million-node graph then never holds every
   // NodeProto and every Node together. From the first node that reads a name
   // not yet defined here (a later node's, or an enclosing graph's) or holds a
   // subgraph, the rest are wired after all are created, in order, as before.
+  template <typename NodeList>
   void nodes(NodeList& list, Graph& g) {
     const int count = list.size();
     std::vector<std::unique_ptr<onnx::NodeProto>> protos(static_cast<size_t>(count));
