@@ -30,10 +30,10 @@ class Builder {
   Builder(Model& model, const std::vector<Bytes>& payloads, std::shared_ptr<ExternalFiles> external)
       : model_(model), payloads_(payloads), external_(std::move(external)) {}
 
-  void model(onnx::ModelProto& proto) {
+  void model(onnx::ModelProto& proto, const std::vector<std::string_view>& mainNodes) {
     std::unique_ptr<onnx::GraphProto> graph(proto.release_graph());
     if (!graph) badInput("the model has no graph");
-    loadGraph(*graph, model_.graph());
+    loadGraph(*graph, model_.graph(), &mainNodes);
     for (auto& fp : *proto.mutable_functions()) model_.addFunction(function(fp));
     proto.clear_functions();
     model_.mutableResidual() = std::move(proto);
@@ -139,26 +139,44 @@ class Builder {
   // NodeProto and every Node together. From the first node that reads a name
   // not yet defined here (a later node's, or an enclosing graph's) or holds a
   // subgraph, the rest are wired after all are created, in order, as before.
-  template <typename NodeList>
-  void nodes(NodeList& list, Graph& g) {
-    const int count = list.size();
-    std::vector<std::unique_ptr<onnx::NodeProto>> protos(static_cast<size_t>(count));
-    {
-      std::vector<onnx::NodeProto*> raw(static_cast<size_t>(count));
-      list.ExtractSubrange(0, count, raw.data());  // the caller's list owns no arena: these are ours now
-      for (size_t i = 0; i < raw.size(); ++i) protos[i].reset(raw[i]);
-    }
-    std::vector<Node*> created(protos.size());
-    size_t wired = 0;
-    for (size_t i = 0; i < protos.size(); ++i) {
-      created[i] = node(*protos[i], g);
-      if (wired == i && wiresNow(*protos[i], g)) {
-        wireNode(*protos[i], created[i], g);
-        protos[i].reset();
-        wired = i + 1;
+  // next(i, spare) gives node i's proto; `spare` is a wired one to reuse.
+  template <typename Next>
+  void nodes(size_t count, Next next, Graph& g) {
+    std::vector<std::pair<std::unique_ptr<onnx::NodeProto>, Node*>> later;
+    std::unique_ptr<onnx::NodeProto> spare;
+    for (size_t i = 0; i < count; ++i) {
+      std::unique_ptr<onnx::NodeProto> np = next(i, std::move(spare));
+      Node* n = node(*np, g);
+      if (later.empty() && wiresNow(*np, g)) {
+        wireNode(*np, n, g);
+        spare = std::move(np);
+      } else {
+        later.emplace_back(std::move(np), n);
       }
     }
-    for (size_t i = wired; i < protos.size(); ++i) wireNode(*protos[i], created[i], g);
+    for (auto& [np, n] : later) wireNode(*np, n, g);
+  }
+
+  template <typename NodeList>
+  void nodes(NodeList& list, Graph& g) {
+    std::vector<std::unique_ptr<onnx::NodeProto>> protos(static_cast<size_t>(list.size()));
+    {
+      std::vector<onnx::NodeProto*> raw(protos.size());
+      list.ExtractSubrange(0, list.size(), raw.data());  // the caller's list owns no arena: these are ours now
+      for (size_t i = 0; i < raw.size(); ++i) protos[i].reset(raw[i]);
+    }
+    nodes(protos.size(), [&](size_t i, std::unique_ptr<onnx::NodeProto>) { return std::move(protos[i]); }, g);
+  }
+
+  // The main graph's nodes as the wire stripper split them off: parsed one
+  // at a time into a reused proto.
+  void nodes(const std::vector<std::string_view>& bytes, Graph& g) {
+    nodes(bytes.size(), [&](size_t i, std::unique_ptr<onnx::NodeProto> spare) {
+      if (!spare) spare = std::make_unique<onnx::NodeProto>();
+      if (!spare->ParseFromArray(bytes[i].data(), static_cast<int>(bytes[i].size())))
+        badInput("not an ONNX model (protobuf parse failed in the graph's node " + std::to_string(i) + ")");
+      return spare;
+    }, g);
   }
 
   static bool wiresNow(const onnx::NodeProto& np, const Graph& g) {
@@ -185,8 +203,9 @@ class Builder {
     return g.addValue(name);
   }
 
-  void loadGraph(onnx::GraphProto& gp, Graph& g) {
+  void loadGraph(onnx::GraphProto& gp, Graph& g, const std::vector<std::string_view>* splitNodes = nullptr) {
     size_t values = static_cast<size_t>(gp.input_size() + gp.initializer_size() + gp.value_info_size());
+    if (splitNodes) values += splitNodes->size();  // about one output each
     for (const auto& n : gp.node()) values += static_cast<size_t>(n.output_size());
     g.reserve(values);
     for (auto& vi : *gp.mutable_input()) {
@@ -204,7 +223,8 @@ class Builder {
       Value* v = defineSource(g, sp.values().name(), "a sparse initializer");
       g.addSparseInitializer(v, std::move(sp));
     }
-    nodes(*gp.mutable_node(), g);
+    nodes(*gp.mutable_node(), g);  // empty when the stripper split them off
+    if (splitNodes) nodes(*splitNodes, g);
     for (auto& vi : *gp.mutable_output()) {
       Value* v = g.find(vi.name());
       if (!v) badInput("graph output '" + vi.name() + "' is produced by nothing");
@@ -321,9 +341,10 @@ void rejectCallCycles(const Model& model) {
 }  // namespace
 
 std::unique_ptr<ir::Model> buildModel(onnx::ModelProto& proto, const std::vector<Bytes>& payloads,
-                                      std::shared_ptr<ir::ExternalFiles> external) {
+                                      std::shared_ptr<ir::ExternalFiles> external,
+                                      const std::vector<std::string_view>& mainNodes) {
   auto model = std::make_unique<Model>();
-  Builder(*model, payloads, external).model(proto);
+  Builder(*model, payloads, external).model(proto, mainNodes);
   // A graph whose nodes are out of order is accepted as it is (and reported by
   // the verifier); a cycle is not a graph at all.
   model->walkGraphs([](Graph& g) {

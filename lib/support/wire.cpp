@@ -181,8 +181,8 @@ namespace {
 
 class Stripper {
  public:
-  Stripper(const std::shared_ptr<const Buffer>& source, size_t threshold, Stripped& result)
-      : source_(source), threshold_(threshold), result_(result) {}
+  Stripper(const std::shared_ptr<const Buffer>& source, size_t threshold, bool splitMainNodes, Stripped& result)
+      : source_(source), threshold_(threshold), splitMainNodes_(splitMainNodes), result_(result) {}
 
   void message(std::string_view bytes, Kind kind, std::string& out, int depth) {
     if (depth > kMaxDepth) throw std::runtime_error("messages nested too deeply");
@@ -209,6 +209,10 @@ class Stripper {
         out.append(f.begin, f.end);
         continue;
       }
+      if (child == Kind::Node && kind == Kind::Graph && depth == 1 && splitMainNodes_) {
+        splitNode(f.payload, depth + 1);
+        continue;
+      }
       std::string inner;
       inner.reserve(std::min<size_t>(f.payload.size(), 1 << 20));
       message(f.payload, child, inner, depth + 1);
@@ -219,16 +223,28 @@ class Stripper {
   }
 
  private:
+  // A main-graph node: a view of its bytes when it holds no payload (almost
+  // every node), its stripped copy otherwise.
+  void splitNode(std::string_view bytes, int depth) {
+    size_t payloads = result_.payloads.size();
+    scratch_.clear();
+    message(bytes, Kind::Node, scratch_, depth);
+    if (result_.payloads.size() == payloads) result_.mainNodes.push_back(bytes);
+    else result_.mainNodes.push_back(result_.nodeCopies.emplace_back(scratch_));
+  }
+
   const std::shared_ptr<const Buffer>& source_;
   size_t threshold_;
+  bool splitMainNodes_;
   Stripped& result_;
+  std::string scratch_;
 };
 
 }  // namespace
 
-Stripped stripPayloads(const std::shared_ptr<const Buffer>& source, size_t threshold) {
+Stripped stripPayloads(const std::shared_ptr<const Buffer>& source, size_t threshold, bool splitMainNodes) {
   Stripped result;
-  Stripper stripper(source, threshold == 0 ? 1 : threshold, result);
+  Stripper stripper(source, threshold == 0 ? 1 : threshold, splitMainNodes, result);
   result.bytes.reserve(std::min<size_t>(source->size(), 64 << 20));
   stripper.message(source->view(), Kind::Model, result.bytes, 0);
   return result;

@@ -68,9 +68,15 @@ void appendLenField(std::string& out, uint32_t number, std::string_view value);
 struct Stripped {
   std::string bytes;            // the model with large raw_data replaced by placeholders
   std::vector<Bytes> payloads;  // views into the source buffer, by placeholder index
+  // With splitMainNodes: the main graph's nodes, taken out of `bytes`, in
+  // order, each one NodeProto's bytes (placeholders included). A node with no
+  // payload is a view into the source; the others' stripped bytes are in
+  // `nodeCopies`. The loader parses them one at a time instead of all at once.
+  std::vector<std::string_view> mainNodes;
+  std::deque<std::string> nodeCopies;
 };
 // Throws std::runtime_error with a message saying what is malformed.
-Stripped stripPayloads(const std::shared_ptr<const Buffer>& source, size_t threshold);
+Stripped stripPayloads(const std::shared_ptr<const Buffer>& source, size_t threshold, bool splitMainNodes = false);
 
 // Writer side.
 struct Piece {

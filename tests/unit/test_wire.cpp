@@ -93,3 +93,53 @@ TEST_CASE("unknown-field helpers", "[wire]") {
   CHECK(set.field(2).number() == 12);
   CHECK(set.field(3).number() == 13);
 }
+
+TEST_CASE("the main graph's nodes are split off: views, or stripped copies when they hold a payload", "[wire]") {
+  onnx::ModelProto m;
+  auto* g = m.mutable_graph();
+  g->set_name("main");
+  auto* relu = g->add_node();
+  relu->set_op_type("Relu");
+  relu->add_input("X");
+  relu->add_output("A");
+  auto* constant = g->add_node();  // a Constant whose value is large enough to strip
+  constant->set_op_type("Constant");
+  constant->add_output("C");
+  auto* value = constant->add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(onnx::TensorProto::UINT8);
+  value->mutable_t()->add_dims(300);
+  value->mutable_t()->set_raw_data(std::string(300, 'x'));
+  // A function's nodes are not split: only the main graph's.
+  auto* f = m.add_functions();
+  f->set_name("F");
+  f->add_node()->set_op_type("Neg");
+  std::string original = m.SerializeAsString();
+  auto buffer = Buffer::fromString(original);
+
+  auto stripped = wire::stripPayloads(buffer, 100, /*splitMainNodes=*/true);
+  REQUIRE(stripped.mainNodes.size() == 2);
+  REQUIRE(stripped.payloads.size() == 1);
+  // The Relu is its bytes in the source; the Constant a copy with a placeholder.
+  CHECK(stripped.mainNodes[0] == relu->SerializeAsString());
+  CHECK(stripped.mainNodes[0].data() >= buffer->data());
+  CHECK(stripped.mainNodes[0].data() < buffer->data() + buffer->size());
+  REQUIRE(stripped.nodeCopies.size() == 1);
+  CHECK(stripped.mainNodes[1].data() == stripped.nodeCopies[0].data());
+  onnx::NodeProto parsed;
+  REQUIRE(parsed.ParseFromArray(stripped.mainNodes[1].data(), static_cast<int>(stripped.mainNodes[1].size())));
+  CHECK_FALSE(parsed.attribute(0).t().has_raw_data());
+  CHECK(wire::hasField(parsed.attribute(0).t().unknown_fields(), wire::kPayloadField));
+  // What is left is the model without the main graph's nodes.
+  onnx::ModelProto rest;
+  REQUIRE(rest.ParseFromString(stripped.bytes));
+  CHECK(rest.graph().node_size() == 0);
+  CHECK(rest.graph().name() == "main");
+  CHECK(rest.functions(0).node_size() == 1);
+  // Without the option nothing is split.
+  auto whole = wire::stripPayloads(buffer, 100);
+  CHECK(whole.mainNodes.empty());
+  REQUIRE(rest.ParseFromString(whole.bytes));
+  CHECK(rest.graph().node_size() == 2);
+}
