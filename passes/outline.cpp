@@ -67,11 +67,12 @@ class OutlineRun {
       context.details["nodes_annotated"] = marked;
       return;
     }
-    // Input types decide which blocks may share a body: ONNX's shape
-    // inference fills in those the model does not give.
-    std::vector<Value*> inputs;
-    for (const auto& w : work_) inputs.insert(inputs.end(), w.block.inputs.begin(), w.block.inputs.end());
-    inferMissingTypes(*rw_, inputs);
+    // Input types decide which blocks share a body, which declares its input and
+    // output types: ONNX's inference gives those the model lacks (only these stay).
+    std::vector<Value*> boundary;
+    for (const auto& w : work_)
+      for (const auto* vs : {&w.block.inputs, &w.block.outputs}) boundary.insert(boundary.end(), vs->begin(), vs->end());
+    inferMissingTypes(*rw_, boundary);
     clock_.lap("types");
     size_t alreadyFunctions = 0;
     std::vector<size_t> kept = prepare(model, alreadyFunctions);

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "analysis/graphcore_ops.h"
 #include "analysis/opsets.h"
@@ -144,25 +145,44 @@ const onnx::TensorProto* dataOf(const Value* v, std::unordered_map<const Value*,
 }
 
 // Types for the untyped outputs of the main graph's nodes, in order. Returns
-// whether every node with an untyped output got its types.
-bool inferOnIr(Rewriter& rw, Graph& g) {
+// whether every node with an untyped output got its types. With `keep`, a type
+// this call gives a value outside `keep` is forgotten once every node of g that
+// reads it has been visited: only the frontier's types are held at once (a
+// million-node graph would otherwise keep a TypeProto per value).
+bool inferOnIr(Rewriter& rw, Graph& g, const std::unordered_set<const Value*>* keep = nullptr) {
   Model& model = rw.model();
   registerGraphcoreOps();
   auto scope = scopeOpsets(model, g);
   bool complete = true;
   std::unordered_map<const Value*, onnx::TensorProto> cache;
-  for (const auto& owned : g.nodes()) {
-    Node& n = *owned;
+  std::unordered_map<const Value*, size_t> pending;  // typed here, not kept: reads in g not visited yet
+  auto typed = [&](Value* v) {
+    if (!keep || keep->count(v)) return;
+    size_t reads = 0;
+    for (const Use& u : v->uses()) reads += u.node->graph() == &g;
+    if (reads == 0) rw.forgetType(v);
+    else pending.emplace(v, reads);
+  };
+  auto visited = [&](const Node& n) {
+    for (Value* in : n.inputs()) {
+      auto it = in ? pending.find(in) : pending.end();
+      if (it == pending.end() || --it->second > 0) continue;
+      rw.forgetType(in);
+      cache.erase(in);
+      pending.erase(it);
+    }
+  };
+  auto inferNode = [&](Node& n) {
     bool needed = false;
     for (Value* v : n.outputs()) needed |= v && !v->type();
-    if (!needed) continue;
+    if (!needed) return;
     std::string domain = isDefaultDomain(n.domain()) ? "" : n.domain();
     auto version = scope.find(domain);
     const onnx::OpSchema* schema =
         version == scope.end() ? nullptr : onnx::OpSchemaRegistry::Schema(n.opType(), static_cast<int>(version->second), domain);
     if (!schema || !schema->has_type_and_shape_inference_function()) {
       complete = false;
-      continue;
+      return;
     }
     std::vector<const onnx::TypeProto*> types;
     std::vector<const onnx::TensorProto*> data;
@@ -176,13 +196,21 @@ bool inferOnIr(Rewriter& rw, Graph& g) {
     } catch (const std::exception& e) {
       spdlog::debug("types: {} ({}): {}", n.name(), n.opType(), e.what());
       complete = false;
-      continue;
+      return;
     }
     for (size_t i = 0; i < n.outputs().size(); ++i)
       if (Value* v = n.output(i); v && !v->type()) {
-        if (ctx.outputs()[i].value_case() != 0) rw.setType(v, std::move(ctx.outputs()[i]));
-        else complete = false;
+        if (ctx.outputs()[i].value_case() == 0) {
+          complete = false;
+          continue;
+        }
+        rw.setType(v, std::move(ctx.outputs()[i]));
+        typed(v);
       }
+  };
+  for (const auto& owned : g.nodes()) {
+    inferNode(*owned);
+    if (keep) visited(*owned);
   }
   return complete;
 }
@@ -196,7 +224,8 @@ void inferMissingTypes(Rewriter& rw, const std::vector<Value*>& wanted) {
     return false;
   };
   if (!missing()) return;
-  inferOnIr(rw, rw.model().graph());
+  std::unordered_set<const Value*> keep(wanted.begin(), wanted.end());
+  inferOnIr(rw, rw.model().graph(), &keep);
   // What the per-node pass cannot type (calls of local functions, values in
   // subgraphs) goes through ONNX's whole-model inference.
   Untyped untyped;

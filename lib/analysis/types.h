@@ -20,7 +20,8 @@ namespace graphrw {
 // Inference failures are logged at debug level and leave types unknown.
 void inferMissingTypes(ir::Rewriter& rw);
 // The same for the given values only (values of the main graph or its subgraphs);
-// cheaper on large models when a pass needs a few types.
+// cheaper on large models when a pass needs a few types. Other values typed on
+// the way lose their types again as soon as inference has passed them.
 void inferMissingTypes(ir::Rewriter& rw, const std::vector<ir::Value*>& wanted);
 
 // Per-node inference through the main graph and its subgraphs, in order, for
