@@ -1,4 +1,5 @@
 #include "passes/expand.h"
+#include "analysis/graphcore_ops.h"
 
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
@@ -110,7 +111,7 @@ class ExpandRun {
     auto it = opsets.find(domain);
     int64_t version = it != opsets.end() ? it->second : 0;
     const onnx::OpSchema* schema =
-        version > 0 ? onnx::OpSchemaRegistry::Schema(n.opType(), static_cast<int>(version), domain) : nullptr;
+        version > 0 ? findSchema(n.opType(), static_cast<int>(version), domain) : nullptr;
     if (!schema) {
       spdlog::debug("expand: {} is neither a local function nor a known op; left alone", nodeLabel(n));
       return t;
@@ -362,7 +363,7 @@ ExpandOptions expandOptionsFromJson(const nlohmann::json& given, const RuleConte
   }
   // Each named op must be an ai.onnx op with a function body (at some version): checked before any model is read.
   std::vector<std::string> bodied, all;
-  for (const auto& schema : onnx::OpSchemaRegistry::get_all_schemas()) {
+  for (const auto& schema : allSchemas()) {
     if (!schema.domain().empty()) continue;
     all.push_back(schema.Name());
     if (schema.HasFunction() || schema.HasContextDependentFunction()) bodied.push_back(schema.Name());

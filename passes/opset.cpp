@@ -1,4 +1,5 @@
 #include "passes/opset.h"
+#include "analysis/graphcore_ops.h"
 
 #include <onnx/defs/schema.h>
 #include <onnx/version_converter/convert.h>
@@ -26,11 +27,11 @@ using opset::StepContext;
 using opset::StepResult;
 
 const onnx::OpSchema* schemaAt(const std::string& op, int64_t version) {
-  return onnx::OpSchemaRegistry::Schema(op, static_cast<int>(version), "");
+  return findSchema(op, static_cast<int>(version), "");
 }
 
 int64_t newestOpset() {
-  const auto& map = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  const auto& map = domainVersionRanges();
   auto it = map.find("");
   return it == map.end() ? 17 : it->second.second;
 }

@@ -181,7 +181,7 @@ void ReplaceRun::applyTemplate(const Function& fn, Node* n) {
   // (LayerNormalization's epsilon), so `@epsilon` in a template sees 1e-5.
   auto scope = scopeOpsets(*model_, g);
   if (auto it = scope.find(isDefaultDomain(n->domain()) ? "" : n->domain()); it != scope.end())
-    if (const auto* schema = onnx::OpSchemaRegistry::Schema(n->opType(), static_cast<int>(it->second), it->first))
+    if (const auto* schema = findSchema(n->opType(), static_cast<int>(it->second), it->first))
       for (const auto& [name, attr] : schema->attributes())
         if (!env.defaults.count(name) && (attr.default_value.has_type() || attr.default_value.has_name())) {
           onnx::AttributeProto d = attr.default_value;

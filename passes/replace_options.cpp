@@ -105,7 +105,7 @@ onnx::FunctionProto parseTemplate(const std::string& text, const std::string& wh
         usageError(where + ": template node " + node.op_type() + ": the template imports no opset for domain '" +
                    (node.domain().empty() ? "ai.onnx" : node.domain()) + "' (add it to opset_import)");
       auto version = imported->second;
-      const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(version), node.domain());
+      const onnx::OpSchema* schema = findSchema(node.op_type(), static_cast<int>(version), node.domain());
       auto type = expectedAttributeType(schema, a.name());
       if (!type)
         usageError(where + ": template node " + node.op_type() + ": attribute '" + a.name() + "' = @" + formal +
@@ -204,7 +204,7 @@ ReplaceOptions replaceOptionsFromJson(const nlohmann::json& given, const RuleCon
         const std::string domain = r.domain;
         bool known = false;
         std::vector<std::string> names;
-        for (const auto& schema : onnx::OpSchemaRegistry::get_all_schemas()) {
+        for (const auto& schema : allSchemas()) {
           if (schema.domain() != domain) continue;
           names.push_back(schema.Name());
           known |= schema.Name() == r.opType;

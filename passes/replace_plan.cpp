@@ -35,7 +35,7 @@ bool isDefaultValue(const Model& model, const Node& n, const Attribute& a) {
   auto scope = scopeOpsets(model, *n.graph());
   const std::string domain = isDefaultDomain(n.domain()) ? "" : n.domain();
   if (auto it = scope.find(domain); it != scope.end())
-    if (const auto* schema = onnx::OpSchemaRegistry::Schema(n.opType(), static_cast<int>(it->second), domain)) {
+    if (const auto* schema = findSchema(n.opType(), static_cast<int>(it->second), domain)) {
       auto attr = schema->attributes().find(a.name());
       if (attr == schema->attributes().end() || attr->second.required) return false;
       const onnx::AttributeProto& d = attr->second.default_value;
@@ -239,7 +239,7 @@ const Resolved& ReplaceRun::resolve(const Replacement& r, Graph& g, const std::s
     if (!t.version) t.version = t.domain == "ai.graphcore" ? graphcoreOpsData()["version"].get<int64_t>() : 1;
     t.importDomain = true;
   }
-  t.schema = onnx::OpSchemaRegistry::Schema(r.opType, static_cast<int>(t.version), t.domain);
+  t.schema = findSchema(r.opType, static_cast<int>(t.version), t.domain);
   t.function = t.schema ? nullptr : model_->findFunction(t.domain, r.opType);
   if (!t.schema && !t.function && !options_.allowUnknownOp)
     usageError(where + ": unknown target op " + displayOp(t.domain, r.opType) + " (opset version " +

@@ -29,8 +29,8 @@ std::string shown(const std::string& name) { return name.size() > 64 ? name.subs
 // The op names of a domain that exist at `version`, for a suggestion.
 std::vector<std::string> opsOf(const std::string& domain, int version) {
   std::vector<std::string> ops;
-  for (const auto& s : onnx::OpSchemaRegistry::get_all_schemas())
-    if (s.domain() == domain && onnx::OpSchemaRegistry::Schema(s.Name(), version, domain)) ops.push_back(s.Name());
+  for (const auto& s : allSchemas())
+    if (s.domain() == domain && findSchema(s.Name(), version, domain)) ops.push_back(s.Name());
   return ops;
 }
 
@@ -66,9 +66,9 @@ void checkOp(const onnx::NodeProto& n, const std::map<std::string, int>& imports
   if (imported == imports.end())
     usageError(at + ": the template imports no opset for domain '" + (n.domain().empty() ? "ai.onnx" : n.domain()) +
                "' (add it to opset_import)");
-  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  const auto& known = domainVersionRanges();
   if (!known.count(domainOf(n))) return;  // a domain ONNX does not know: nothing to check against
-  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), imported->second, domainOf(n));
+  const onnx::OpSchema* schema = findSchema(n.op_type(), imported->second, domainOf(n));
   if (!schema) {
     std::string msg = at + ": no such op in " + (n.domain().empty() ? "ai.onnx" : n.domain()) + " at version " +
                       std::to_string(imported->second);

@@ -177,4 +177,24 @@ void registerGraphcoreOps() {
   });
 }
 
+const onnx::OpSchema* findSchema(const std::string& op, int version, const std::string& domain) {
+  registerGraphcoreOps();
+  return onnx::OpSchemaRegistry::Schema(op, version, domain);
+}
+
+onnx::ISchemaRegistry* schemaRegistry() {
+  registerGraphcoreOps();
+  return onnx::OpSchemaRegistry::Instance();
+}
+
+std::vector<onnx::OpSchema> allSchemas() {
+  registerGraphcoreOps();
+  return onnx::OpSchemaRegistry::get_all_schemas();
+}
+
+const std::unordered_map<std::string, std::pair<int, int>>& domainVersionRanges() {
+  registerGraphcoreOps();
+  return onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+}
+
 }  // namespace graphrw

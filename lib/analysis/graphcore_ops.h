@@ -7,8 +7,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+#include <onnx/defs/schema.h>
 
 namespace graphrw {
 
@@ -27,6 +31,17 @@ std::optional<PopartVersion> graphcoreOpSince(const std::string& op);
 
 // Registers the ops once per process (thread-safe); later calls do nothing.
 void registerGraphcoreOps();
+
+// graphrw's one way into ONNX's schema registry, with the ai.graphcore ops
+// registered first. libonnx builds every schema of every opset on first use
+// (about 17 ms), so a command that never looks one up (convert) does not pay
+// it: nothing registers eagerly. tests/arch/check_tree.py keeps
+// onnx::OpSchemaRegistry out of every other file.
+const onnx::OpSchema* findSchema(const std::string& op, int version, const std::string& domain);
+onnx::ISchemaRegistry* schemaRegistry();
+std::vector<onnx::OpSchema> allSchemas();
+// ONNX's known domains and their opset ranges.
+const std::unordered_map<std::string, std::pair<int, int>>& domainVersionRanges();
 // The data file, parsed.
 const nlohmann::json& graphcoreOpsData();
 

@@ -1,4 +1,5 @@
 #include "analysis/opsets.h"
+#include "analysis/graphcore_ops.h"
 
 #include <onnx/defs/schema.h>
 #include <onnx/version_converter/convert.h>
@@ -16,7 +17,7 @@ using namespace ir;
 namespace {
 
 const onnx::OpSchema* schemaAt(const std::string& op, int64_t version, const std::string& domain) {
-  return onnx::OpSchemaRegistry::Schema(op, static_cast<int>(version), isDefaultDomain(domain) ? "" : domain);
+  return findSchema(op, static_cast<int>(version), isDefaultDomain(domain) ? "" : domain);
 }
 
 void collect(const Graph& g, const std::string& domain, std::set<std::string>& ops) {

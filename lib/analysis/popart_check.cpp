@@ -177,7 +177,7 @@ class Checker {
   void checkOp(const Node& n) {
     const std::string& domain = n.domain();
     if (isOnnx(domain)) {
-      const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema(n.opType(), static_cast<int>(onnxOpset_), "");
+      const onnx::OpSchema* s = findSchema(n.opType(), static_cast<int>(onnxOpset_), "");
       int since = s ? s->since_version() : 0;
       auto support = importSupport("", n.opType(), static_cast<int>(onnxOpset_), since);
       // Out of PopART's opset range every op's version is off, which the opset
@@ -208,7 +208,7 @@ class Checker {
               (n.opType() == "GeluErf" ? " (legalize --popart-version " + version_.str() +
                                              " writes the erf GELU with ai.onnx ops, --gelu tanh as ai.graphcore::Gelu)"
                                        : ""));
-    const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema(n.opType(), 1, "ai.graphcore");
+    const onnx::OpSchema* s = findSchema(n.opType(), 1, "ai.graphcore");
     if (!s) return;  // PopART has it, graphrw has no data about it
     auto count = [](const std::vector<Value*>& vs) {
       size_t last = 0;

@@ -37,7 +37,7 @@ void infer(Model& model, Wanted wantedName, Give give) {
   spdlog::debug("types: proto built {:.3f}s", since());
   try {
     onnx::ShapeInferenceOptions options(false, 0, false);
-    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), options);
+    onnx::shape_inference::InferShapes(proto, schemaRegistry(), options);
   } catch (const std::exception& e) {
     spdlog::debug("shape inference failed: {}", e.what());
   }
@@ -179,7 +179,7 @@ bool inferOnIr(Rewriter& rw, Graph& g, const std::unordered_set<const Value*>* k
     std::string domain = isDefaultDomain(n.domain()) ? "" : n.domain();
     auto version = scope.find(domain);
     const onnx::OpSchema* schema =
-        version == scope.end() ? nullptr : onnx::OpSchemaRegistry::Schema(n.opType(), static_cast<int>(version->second), domain);
+        version == scope.end() ? nullptr : findSchema(n.opType(), static_cast<int>(version->second), domain);
     if (!schema || !schema->has_type_and_shape_inference_function()) {
       complete = false;
       return;

@@ -8,7 +8,6 @@
 #include <cctype>
 #include <iostream>
 
-#include "analysis/graphcore_ops.h"
 #include "driver/cli_common.h"
 #include "driver/completion.h"
 #include "driver/console.h"
@@ -181,8 +180,7 @@ int main(int argc, char** argv) {
     std::cout << (shell == "bash" ? bashCompletion(spec) : zshCompletion(spec));
     return 0;
   }
-  setupLogging(verbosity, quiet);
-  registerGraphcoreOps();
+  setupLogging(verbosity, quiet);  // schemas load on first lookup (findSchema): convert never pays for them
 
   try {
     if (auto status = passCommands.runParsed()) return *status;

@@ -57,6 +57,7 @@ void checkStructure(const onnx::ModelProto& proto, const std::string& modelDir) 
   ctx.set_opset_imports(opsets);
   ctx.set_model_dir(modelDir);
   ck::LexicalScopeContext lex;
+  registerGraphcoreOps();  // the checker looks schemas up in ONNX's registry itself
   CerrToDebug quiet;
   ck::check_graph(proto.graph(), ctx, lex);
   if (proto.ir_version() >= 8) ck::check_model_local_functions(proto, ctx, lex);
@@ -64,7 +65,7 @@ void checkStructure(const onnx::ModelProto& proto, const std::string& modelDir) 
 
 void inferStrict(onnx::ModelProto& proto) {
   onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1, /*data_propagation=*/true);
-  onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), options);
+  onnx::shape_inference::InferShapes(proto, schemaRegistry(), options);
 }
 
 // Tensors whose data disagrees with their dims (ONNX Runtime refuses them; ONNX 1.12's checker does not look).
@@ -113,7 +114,7 @@ std::vector<ValidationFinding> validateModel(Model& model) {
       try {
         onnx::ModelProto again = toProto(model);
         onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1, /*data_propagation=*/false);
-        onnx::shape_inference::InferShapes(again, onnx::OpSchemaRegistry::Instance(), options);
+        onnx::shape_inference::InferShapes(again, schemaRegistry(), options);
         spdlog::debug("validate: strict shape inference passes without data propagation; ignored: {}", first);
       } catch (const std::exception&) {
         findings.push_back({"shape-inference", "model", first});
