@@ -136,7 +136,7 @@ size_t removeIdentityDropouts(Rewriter& rw, Model& model, bool inference) {
       auto ratio = n->input(1) ? scalarOf(n->input(1)) : std::optional<double>(0.5);
       identity = (training && *training == 0.0) || (ratio && *ratio == 0.0);
     } else if (const Attribute* a = n->attribute("ratio")) {
-      identity = a->proto.f() == 0.0f;
+      identity = a->proto().f() == 0.0f;
     }
     if (!identity) return;
     bypass(rw, n);

@@ -33,7 +33,7 @@ AP floatAttr(const std::string& name, float v) {
 
 int64_t intOr(const Node& n, const char* name, int64_t dflt) {
   const Attribute* a = n.attribute(name);
-  return a ? a->proto.i() : dflt;
+  return a ? a->proto().i() : dflt;
 }
 
 const onnx::TensorShapeProto* shapeOf(const Value* v) {
@@ -299,7 +299,7 @@ StepResult castLike(Node* n, StepContext& c) {
 // Constant 12 -> 11: value_float(s) / value_int(s) / value_string(s) become a tensor.
 StepResult constantValue(Node* n, StepContext& c) {
   if (n->attributes().size() != 1) return {{}, "a Constant needs exactly one value attribute"};
-  const AP& a = n->attributes()[0].proto;
+  const AP& a = n->attributes()[0].proto();
   if (a.name() == "value" || a.name() == "sparse_value") return {{n}, ""};
   TP t;
   if (a.name() == "value_float") {
@@ -346,7 +346,7 @@ StepResult resizeInputs(Node* n, StepContext& c) {
   std::vector<Node*> nodes;
   HostTensor empty{TP::FLOAT, {0}, {}};
   const Attribute* mode = n->attribute("coordinate_transformation_mode");
-  bool alignCorners = mode && mode->proto.s() == "align_corners";
+  bool alignCorners = mode && mode->proto().s() == "align_corners";
   const HostTensor* scales = inputs[2] ? c.weights.constantValue(inputs[2]) : nullptr;
   bool hasScales = inputs[2] && (!scales || scales->count() > 0);
   bool hasSizes = inputs.size() > 3 && inputs[3];

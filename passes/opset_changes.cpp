@@ -69,7 +69,7 @@ std::string applyKnownChange(Node* n, const KnownChange& change, const onnx::OpS
   const Attribute* a = n->attribute(change.attribute);
   AP effective;
   if (a) {
-    effective = a->proto;
+    effective = a->proto();
   } else {
     auto it = from.attributes().find(change.attribute);
     if (it != from.attributes().end()) effective = it->second.default_value;

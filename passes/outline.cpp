@@ -178,7 +178,7 @@ class OutlineRun {
   size_t annotate(Node* n) {
     std::vector<std::pair<std::string, std::string>> pairs;
     if (const Attribute* a = n->attribute(kOutline); a && a->type() == onnx::AttributeProto::STRINGS)
-      for (int i = 0; i + 1 < a->proto.strings_size(); i += 2) pairs.emplace_back(a->proto.strings(i), a->proto.strings(i + 1));
+      for (int i = 0; i + 1 < a->proto().strings_size(); i += 2) pairs.emplace_back(a->proto().strings(i), a->proto().strings(i + 1));
     auto next = pairs;
     for (const auto& key : options_.keys) {
       auto it = std::find_if(next.begin(), next.end(), [&](const auto& p) { return p.first == key.first; });
@@ -204,16 +204,16 @@ class OutlineRun {
       for (const auto& a : n->attributes())
         if (a.isRef())
           badInput("outline: block '" + w.block.key + "': node '" + n->name() + "' refers to attribute '" +
-                   a.proto.ref_attr_name() + "' of its function; outline the function's calls instead");
+                   a.proto().ref_attr_name() + "' of its function; outline the function's calls instead");
       for (const char* key : kPlacement) {
         const Attribute* a = n->attribute(key);
         if (!a || a->type() != onnx::AttributeProto::INT) continue;
-        auto [it, fresh] = w.placement.emplace(key, a->proto.i());
+        auto [it, fresh] = w.placement.emplace(key, a->proto().i());
         if (fresh) {
           firstWith[key] = n;
-        } else if (it->second != a->proto.i()) {
+        } else if (it->second != a->proto().i()) {
           badInput("outline: block '" + w.block.key + "' spans " + key + " values: node '" + firstWith[key]->name() +
-                   "' has " + std::to_string(it->second) + ", node '" + n->name() + "' has " + std::to_string(a->proto.i()));
+                   "' has " + std::to_string(it->second) + ", node '" + n->name() + "' has " + std::to_string(a->proto().i()));
         }
       }
     }

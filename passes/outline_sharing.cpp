@@ -59,7 +59,7 @@ std::vector<std::string> attributeKeys(const Node& n) {
     onnx::NodeProto p = nodeToProto(n);
     for (const auto& a : p.attribute()) attrs.push_back(a.SerializeAsString());
   } else {
-    for (const auto& a : n.attributes()) attrs.push_back(a.proto.SerializeAsString());
+    for (const auto& a : n.attributes()) attrs.push_back(a.proto().SerializeAsString());
   }
   std::sort(attrs.begin(), attrs.end());
   return attrs;

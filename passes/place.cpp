@@ -256,7 +256,7 @@ class PlaceRun {
     size_t changed = 0;
     auto set = [&](const char* key, int64_t value) {
       const Attribute* a = n->attribute(key);
-      if (a && a->type() == onnx::AttributeProto::INT && a->proto.i() == value) return;
+      if (a && a->type() == onnx::AttributeProto::INT && a->proto().i() == value) return;
       rw_.setAttribute(n, intAttribute(key, value));
       ++changed;
     };

@@ -39,11 +39,11 @@ bool isDefaultValue(const Model& model, const Node& n, const Attribute& a) {
       auto attr = schema->attributes().find(a.name());
       if (attr == schema->attributes().end() || attr->second.required) return false;
       const onnx::AttributeProto& d = attr->second.default_value;
-      return d.has_type() && valueKey(d) == valueKey(a.proto);
+      return d.has_type() && valueKey(d) == valueKey(a.proto());
     }
   if (const Function* fn = model.findFunction(domain, n.opType()))
     for (const auto& d : fn->attributeDefaults())
-      if (d.name() == a.name()) return valueKey(d) == valueKey(a.proto);
+      if (d.name() == a.name()) return valueKey(d) == valueKey(a.proto());
   return false;  // nothing tells what the op does without it
 }
 
@@ -186,7 +186,7 @@ void planAttributes(const Model& model, const Replacement& r, const Node& n, con
       // Dropping an attribute that says what the op's default says changes
       // nothing; dropping any other changes the maths, so the rule must say so.
       if (!isDefaultValue(model, n, a))
-        usageError(where + ": attribute '" + a.name() + "' = " + attributeValueText(a.proto) + " is not " +
+        usageError(where + ": attribute '" + a.name() + "' = " + attributeValueText(a.proto()) + " is not " +
                    opName(n) + "'s default and " + displayOp(p.domain, p.opType) +
                    " does not take it; dropping it changes the maths (drop: [\"" + a.name() + "\"] / --drop " +
                    a.name() + " drops it anyway)");
@@ -199,7 +199,7 @@ void planAttributes(const Model& model, const Replacement& r, const Node& n, con
       usageError(where + ": two of the node's attributes would both be named '" + target + "' (check rename)");
     auto expected = expectedAttributeType(schema, target);
     if (!expected || a.isRef() || a.g || !a.graphs.empty() || a.t || *expected == a.type()) continue;
-    onnx::AttributeProto proto = a.proto;
+    onnx::AttributeProto proto = a.proto();
     proto.set_name(target);
     auto converted = convertAttribute(proto, *expected);
     if (!converted)

@@ -211,7 +211,7 @@ std::optional<std::vector<HostTensor>> evaluateEinsum(const Node& n, const std::
       why = "Einsum on these input types is not folded";
       return std::nullopt;
     }
-  auto plan = planEinsum(equation->proto.s(), in, why);
+  auto plan = planEinsum(equation->proto().s(), in, why);
   if (!plan) return std::nullopt;
   std::vector<int> used;  // labels some input has (output labels are input labels)
   double products = 1;

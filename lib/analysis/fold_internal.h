@@ -18,12 +18,12 @@ using TP = onnx::TensorProto;
 inline std::vector<int64_t> ints(const ir::Node& n, const char* name) {
   const ir::Attribute* a = n.attribute(name);
   if (!a) return {};
-  return {a->proto.ints().begin(), a->proto.ints().end()};
+  return {a->proto().ints().begin(), a->proto().ints().end()};
 }
 inline std::optional<int64_t> intAttr(const ir::Node& n, const char* name) {
   const ir::Attribute* a = n.attribute(name);
   if (!a) return std::nullopt;
-  return a->proto.i();
+  return a->proto().i();
 }
 
 inline std::vector<int64_t> stridesOf(const std::vector<int64_t>& dims) {

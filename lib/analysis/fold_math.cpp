@@ -260,7 +260,7 @@ Result indexing(const Node& n, const std::vector<const HostTensor*>& in, const H
   }
   if (op == "ScatterElements") {
     const HostTensor &indices = need(1), &updates = need(2);
-    if (n.attribute("reduction") && n.attribute("reduction")->proto.s() != "none") return std::nullopt;
+    if (n.attribute("reduction") && n.attribute("reduction")->proto().s() != "none") return std::nullopt;
     int64_t axis = normAxis(intAttr(n, "axis").value_or(0), rank, "ScatterElements");
     if (indices.dims != updates.dims || indices.dims.size() != rank) badInput("ScatterElements: indices and updates differ");
     auto idxs = indices.asInts();
@@ -296,7 +296,7 @@ Result indexing(const Node& n, const std::vector<const HostTensor*>& in, const H
       for (int64_t e = 0; e < sliceSize; ++e) copyElement(out, t * sliceSize + e, x, base(t) + e);
     return one(std::move(out));
   }
-  if (n.attribute("reduction") && n.attribute("reduction")->proto.s() != "none") return std::nullopt;
+  if (n.attribute("reduction") && n.attribute("reduction")->proto().s() != "none") return std::nullopt;
   const HostTensor& updates = need(2);
   if (updates.count() != tuples * sliceSize) badInput("ScatterND: updates has " + std::to_string(updates.count()) + " elements, not " + std::to_string(tuples * sliceSize));
   HostTensor out = x;

@@ -105,7 +105,7 @@ class Matcher {
     if (!n->subgraphs().empty()) return false;
     for (const auto& [name, serialised] : pn.attributes) {
       const Attribute* have = n->attribute(name);
-      if (!have || have->proto.SerializeAsString() != serialised) return false;
+      if (!have || have->proto().SerializeAsString() != serialised) return false;
     }
     for (size_t i = 0; i < pn.inputs.size(); ++i) {
       const Ref& r = pn.inputs[i];

@@ -122,7 +122,7 @@ std::vector<std::string> checkNodeAttributes(const ir::Node& node) {
     if (!a.name().starts_with("__")) continue;
     if (listed(neverEmit, a.name()))
       problems.push_back("attribute '" + a.name() + "' is PopART's own; it replaces it on import");
-    for (auto& p : checkAttribute(a.proto, node.opType())) problems.push_back(std::move(p));
+    for (auto& p : checkAttribute(a.proto(), node.opType())) problems.push_back(std::move(p));
     auto it = table().find(a.name());
     if (it == table().end()) continue;
     for (const auto& other : it->value("requires", nlohmann::json::array())) {
@@ -135,9 +135,9 @@ std::vector<std::string> checkNodeAttributes(const ir::Node& node) {
         auto count = [](const onnx::AttributeProto& x) {
           return x.ints_size() + x.floats_size() + x.strings_size();
         };
-        if (count(a.proto) != count(b->proto))
+        if (count(a.proto()) != count(b->proto()))
           problems.push_back("attributes '" + a.name() + "' and '" + o + "' must have as many values (" +
-                             std::to_string(count(a.proto)) + " and " + std::to_string(count(b->proto)) + ")");
+                             std::to_string(count(a.proto())) + " and " + std::to_string(count(b->proto())) + ")");
       }
     }
   }
@@ -180,7 +180,7 @@ bool isPatternName(const std::string& name) { return listed(opsTable()["pattern_
 std::optional<int64_t> recomputeType(const ir::Node& n) {
   const ir::Attribute* a = n.attribute(kRecomputeAttribute);
   if (!a || a->type() != onnx::AttributeProto::INT) return std::nullopt;
-  return a->proto.i();
+  return a->proto().i();
 }
 
 bool isCheckpoint(const ir::Node& n) {
@@ -192,7 +192,7 @@ const char* const kPlacementAttributes[3] = {kIpuNumber, kPipelineStage, "__exec
 std::optional<int64_t> placementValue(const ir::Node& n, const char* key) {
   const ir::Attribute* a = n.attribute(key);
   if (!a || a->type() != onnx::AttributeProto::INT) return std::nullopt;
-  return a->proto.i();
+  return a->proto().i();
 }
 
 const ir::Node* mainGraphNode(const ir::Node* n) {
@@ -205,7 +205,7 @@ bool isCall(const ir::Node& n) { return n.domain() == "ai.graphcore" && n.opType
 std::vector<onnx::AttributeProto> placementOf(const ir::Node& n) {
   std::vector<onnx::AttributeProto> out;
   for (const char* key : kPlacementAttributes)
-    if (const ir::Attribute* a = n.attribute(key); a && a->type() == onnx::AttributeProto::INT) out.push_back(a->proto);
+    if (const ir::Attribute* a = n.attribute(key); a && a->type() == onnx::AttributeProto::INT) out.push_back(a->proto());
   return out;
 }
 
@@ -235,7 +235,7 @@ size_t fillPlacement(ir::Rewriter& rw, ir::Graph& g) {
     auto valueOf = [&](const ir::Node& n) -> std::optional<int64_t> {
       const ir::Attribute* a = n.attribute(key);
       if (!a || a->type() != onnx::AttributeProto::INT) return std::nullopt;
-      return a->proto.i();
+      return a->proto().i();
     };
     // Forward (producers, in graph order), then backward (consumers) for what is left.
     std::vector<ir::Node*> missing;

@@ -30,7 +30,7 @@ bool isOnnx(const std::string& domain) { return domain.empty() || domain == "ai.
 std::optional<int64_t> intAttribute(const Node& n, const char* name) {
   const Attribute* a = n.attribute(name);
   if (!a || a->type() != onnx::AttributeProto::INT) return std::nullopt;
-  return a->proto.i();
+  return a->proto().i();
 }
 
 Graph* calleeOf(const Node& n) {
@@ -64,7 +64,7 @@ std::string canonical(const Graph& g) {
     for (const auto& a : n->attributes()) attrs.push_back(&a);
     std::sort(attrs.begin(), attrs.end(), [](auto* a, auto* b) { return a->name() < b->name(); });
     for (const Attribute* a : attrs) {
-      out += "{" + a->proto.SerializeAsString();
+      out += "{" + a->proto().SerializeAsString();
       if (a->t) {
         try {
           HostTensor t = readTensor(*a->t);

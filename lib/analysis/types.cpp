@@ -90,13 +90,13 @@ class NodeContext final : public onnx::InferenceContext {
       : inputTypes_(std::move(inputTypes)), inputData_(std::move(inputData)), outputs_(node.outputs().size()) {
     for (const auto& a : node.attributes()) {
       if (a.t || !a.tensors.empty()) {
-        onnx::AttributeProto full = a.proto;
+        onnx::AttributeProto full = a.proto();
         if (a.t) *full.mutable_t() = a.t->proto();  // metadata: type and dims
         for (const auto& t : a.tensors) *full.add_tensors() = t.proto();
         owned_.push_back(std::move(full));
         attrs_[a.name()] = &owned_.back();
       } else {
-        attrs_[a.name()] = &a.proto;
+        attrs_[a.name()] = &a.proto();
       }
     }
   }

@@ -35,18 +35,18 @@ const HostTensor* WeightFolder::constantValue(Value* v) {
   };
   if (a.name() == "value_float") {
     t.type = onnx::TensorProto::FLOAT;
-    put(a.proto.f());
+    put(a.proto().f());
   } else if (a.name() == "value_int") {
     t.type = onnx::TensorProto::INT64;
-    put(a.proto.i());
+    put(a.proto().i());
   } else if (a.name() == "value_floats") {
     t.type = onnx::TensorProto::FLOAT;
-    t.dims = {a.proto.floats_size()};
-    for (float f : a.proto.floats()) put(f);
+    t.dims = {a.proto().floats_size()};
+    for (float f : a.proto().floats()) put(f);
   } else if (a.name() == "value_ints") {
     t.type = onnx::TensorProto::INT64;
-    t.dims = {a.proto.ints_size()};
-    for (int64_t i : a.proto.ints()) put(i);
+    t.dims = {a.proto().ints_size()};
+    for (int64_t i : a.proto().ints()) put(i);
   } else {
     return nullptr;
   }
@@ -177,7 +177,7 @@ void WeightFolder::fold(const std::vector<Node*>& candidates) {
 // Same op, same attributes, same input values, same graph: the same result.
 std::string WeightFolder::foldKey(const Node& n) const {
   std::string key = n.opType() + "|" + std::to_string(reinterpret_cast<uintptr_t>(n.graph()));
-  for (const auto& a : n.attributes()) key += "|" + a.proto.SerializeAsString();
+  for (const auto& a : n.attributes()) key += "|" + a.proto().SerializeAsString();
   for (Value* v : n.inputs()) key += "|" + std::to_string(reinterpret_cast<uintptr_t>(v));
   key += "|" + std::to_string(n.outputs().size());
   return key;

@@ -45,7 +45,7 @@ Counts countNodes(const Model& model, const Graph& g) {
     for (const auto& a : n->attributes())
       if (a.name().starts_with("__")) c.popart[{a.name(), attributeTypeName(a.type())}]++;
     for (auto [key, counts] : {std::pair{"__pipeline_stage", &c.perStage}, {"__ipu_number", &c.perIpu}})
-      if (const Attribute* a = n->attribute(key); a && a->type() == onnx::AttributeProto::INT) (*counts)[a->proto.i()]++;
+      if (const Attribute* a = n->attribute(key); a && a->type() == onnx::AttributeProto::INT) (*counts)[a->proto().i()]++;
     if (popart::isCheckpoint(*n))
       c.checkpoints.push_back({{"node", n->name()}, {"value", n->input(0) ? n->input(0)->name() : ""}});
     else if (popart::recomputeType(*n) == popart::kRecompute)

@@ -132,7 +132,7 @@ std::vector<ValidationFinding> validateModel(Model& model) {
     for (const auto& n : g.nodes()) {
       for (const auto& a : n->attributes())
         if (a.name().starts_with("__"))
-          for (auto& problem : popart::checkAttribute(a.proto))
+          for (auto& problem : popart::checkAttribute(a.proto()))
             findings.push_back({"popart", where, nodeLabel(*n) + ": " + problem});
       for (Graph* sub : n->subgraphs()) popartCheck(*sub, where + " > node '" + n->name() + "'");
     }

@@ -161,7 +161,7 @@ class ProtoBuilder {
   }
 
   void attribute(const Attribute& a, onnx::AttributeProto& out) {
-    out = a.proto;
+    out = a.proto();
     if (a.t) tensor(*a.t, *out.mutable_t(), a.t->proto().name());
     for (const auto& t : a.tensors) tensor(t, *out.add_tensors(), t.proto().name());
     if (a.g) graph(*a.g, *out.mutable_g());

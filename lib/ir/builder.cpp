@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "ir/attribute_interner.h"
 #include "ir/verifier.h"
 #include "support/error.h"
 #include "support/wire.h"
@@ -75,7 +76,7 @@ class Builder {
     ap.clear_tensors();
     ap.clear_g();
     ap.clear_graphs();
-    a.proto = std::move(ap);
+    IrAccess::attributeInterner(model_).assign(a, std::move(ap));
     return a;
   }
 

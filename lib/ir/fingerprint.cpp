@@ -55,7 +55,7 @@ void node(Hasher& h, const Node& n) {
   for (const Value* v : n.outputs()) h.str(v ? std::string_view(v->name()) : std::string_view("\0<missing>", 10));
   h.u64(n.attributes().size());
   for (const Attribute& a : n.attributes()) {
-    h.message(a.proto);
+    h.message(a.proto());
     h.u64(a.t != nullptr);
     if (a.t) tensor(h, *a.t);
     h.u64(a.tensors.size());

@@ -1,5 +1,6 @@
 #include "ir/inliner.h"
 
+#include "ir/attribute_interner.h"
 #include "support/error.h"
 
 namespace graphrw {
@@ -70,29 +71,34 @@ class ir::InlineCopier {
 
   std::optional<Attribute> attribute(const Attribute& a, Graph& owner, Node* node) {
     if (a.isRef()) {
-      const std::string& ref = a.proto.ref_attr_name();
+      const std::string& ref = a.proto().ref_attr_name();
       if (auto it = env_.call.find(ref); it != env_.call.end()) {
         Attribute copy = plainCopy(*it->second, owner, node);
-        copy.proto.set_name(a.name());
+        onnx::AttributeProto named = copy.proto();
+        named.set_name(a.name());
+        interner(owner).assign(copy, std::move(named));
         return copy;
       }
       if (auto it = env_.defaults.find(ref); it != env_.defaults.end()) {
-        Attribute copy;
-        copy.proto = it->second;
-        copy.proto.set_name(a.name());
-        copy.proto.clear_ref_attr_name();
-        if (copy.proto.has_t()) {
-          copy.t = std::make_unique<Tensor>(copy.proto.t());
-          copy.proto.clear_t();
-        }
-        if (copy.proto.has_g() || copy.proto.graphs_size() > 0 || copy.proto.tensors_size() > 0)
+        onnx::AttributeProto value = it->second;
+        value.set_name(a.name());
+        value.clear_ref_attr_name();
+        if (value.has_g() || value.graphs_size() > 0 || value.tensors_size() > 0)
           badInput("attribute '" + ref + "': graph- or tensor-list-valued defaults are not supported");
+        Attribute copy;
+        if (value.has_t()) {
+          copy.t = std::make_unique<Tensor>(value.t());
+          value.clear_t();
+        }
+        interner(owner).assign(copy, std::move(value));
         return copy;
       }
       return std::nullopt;  // neither set nor defaulted: the op's schema default applies
     }
     return deepCopy(a, owner, node);
   }
+
+  static AttributeInterner& interner(Graph& g) { return IrAccess::attributeInterner(*g.model()); }
 
   // A call's attribute value, copied as it is (its graphs have no body refs).
   Attribute plainCopy(const Attribute& a, Graph& owner, Node* node) {
@@ -102,9 +108,7 @@ class ir::InlineCopier {
 
   Attribute deepCopy(const Attribute& a, Graph& owner, Node* node) {
     Attribute copy;
-    copy.proto = a.proto;
-    copy.proto.clear_ref_attr_name();
-    if (a.isRef()) copy.proto.set_ref_attr_name(a.proto.ref_attr_name());
+    copy.shareProto(a);
     if (a.t) copy.t = std::make_unique<Tensor>(*a.t);
     copy.tensors = a.tensors;
     if (a.g) copy.g = graph(*a.g, owner, node);
@@ -169,8 +173,10 @@ InlineResult InlineCopier::inlineBody(Rewriter& rw, Node* call, const Graph& bod
       Rewriter::NodeSpec spec{joinName(prefix, init.value->name()), "Constant", "", {}, {joinName(prefix, init.value->name())}};
       Node* c = rw.createNode(target, call, std::move(spec));
       Attribute value;
-      value.proto.set_name("value");
-      value.proto.set_type(onnx::AttributeProto::TENSOR);
+      onnx::AttributeProto meta;
+      meta.set_name("value");
+      meta.set_type(onnx::AttributeProto::TENSOR);
+      IrAccess::attributeInterner(*target.model()).assign(value, std::move(meta));
       value.t = std::make_unique<Tensor>(*init.tensor);
       value.t->mutableProto().clear_name();
       c->attrs_.push_back(std::move(value));

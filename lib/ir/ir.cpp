@@ -5,6 +5,7 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "ir/attribute_interner.h"
 #include "support/error.h"
 #include "support/external_data.h"
 #include "support/wire.h"
@@ -65,6 +66,22 @@ uint64_t Tensor::storedBytes() const {
 
 // ---------------------------------------------------------------------------
 // Node
+
+onnx::AttributeProto& Attribute::mutableProto() {
+  if (!proto_ || proto_.use_count() > 1) proto_ = std::make_shared<onnx::AttributeProto>(proto());
+  return *proto_;
+}
+
+void AttributeInterner::assign(Attribute& a, onnx::AttributeProto&& proto) {
+  key_.clear();
+  proto.AppendToString(&key_);
+  if (auto* shared = shared_.find(key_)) {
+    a.proto_ = *shared;
+    return;
+  }
+  a.proto_ = std::make_shared<onnx::AttributeProto>(std::move(proto));
+  if (shared_.size() < kMaxEntries) shared_.emplace(key_, a.proto_);
+}
 
 const Attribute* Node::attribute(std::string_view name) const {
   for (const auto& a : attrs_)
@@ -313,10 +330,14 @@ std::map<std::string, int64_t> Function::opsetImports() const {
 // ---------------------------------------------------------------------------
 // Model
 
-Model::Model() : graph_(std::make_unique<Graph>(this, &names_, &nodeNames_, nullptr, nullptr)) {
+Model::Model()
+    : graph_(std::make_unique<Graph>(this, &names_, &nodeNames_, nullptr, nullptr)),
+      attributes_(std::make_unique<AttributeInterner>()) {
   names_.setFiller([this](NameTable& t) { fillValueNames(*graph_, t); });
   nodeNames_.setFiller([this](NameTable& t) { fillNodeNames(*graph_, t); });
 }
+
+Model::~Model() = default;
 
 std::map<std::string, int64_t> Model::opsetImports() const {
   std::map<std::string, int64_t> result;

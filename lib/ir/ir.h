@@ -36,6 +36,7 @@ class Builder;
 class Rewriter;
 class InlineCopier;
 class IrAccess;
+class AttributeInterner;  // attribute_interner.h
 
 // The classes allowed to edit the IR. Test targets (and only they: CMake
 // defines GRAPHRW_IR_TESTING for them, tests/arch/check_tree.py refuses it
@@ -151,17 +152,31 @@ class Value {
 
 // ---------------------------------------------------------------------------
 // Attribute: the AttributeProto minus its tensors and graphs, which are IR objects.
+// The proto part is immutable and shared: nodes given one attribute value
+// (a replace's `set`, an inlined body's copies, equal attributes of a loaded
+// model) hold one AttributeProto between them, 16 bytes each instead of 256.
 struct Attribute {
-  onnx::AttributeProto proto;  // t, tensors, g, graphs cleared
+  // t, tensors, g and graphs cleared: they are the members below.
+  const onnx::AttributeProto& proto() const { return proto_ ? *proto_ : onnx::AttributeProto::default_instance(); }
   std::unique_ptr<Tensor> t;
   std::vector<Tensor> tensors;
   std::unique_ptr<Graph> g;
   std::vector<std::unique_ptr<Graph>> graphs;
 
-  const std::string& name() const { return proto.name(); }
-  onnx::AttributeProto_AttributeType type() const { return proto.type(); }
-  bool isRef() const { return proto.has_ref_attr_name(); }
+  const std::string& name() const { return proto().name(); }
+  onnx::AttributeProto_AttributeType type() const { return proto().type(); }
+  bool isRef() const { return proto().has_ref_attr_name(); }
+
+ private:
+  GRAPHRW_IR_EDITORS;
+  friend class AttributeInterner;
+  // Copy on write: the proto is copied first when another attribute shares it.
+  onnx::AttributeProto& mutableProto();
+  // Shares `other`'s proto (no copy).
+  void shareProto(const Attribute& other) { proto_ = other.proto_; }
+  std::shared_ptr<onnx::AttributeProto> proto_;  // never changed while shared
 };
+
 
 // ---------------------------------------------------------------------------
 // The one copy of `s` for the process's lifetime (thread-safe): node op
@@ -377,6 +392,7 @@ class Function {
 class Model {
  public:
   Model();
+  ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
@@ -421,6 +437,7 @@ class Model {
   std::map<FunctionKey, Function*> functionIndex_;
   std::map<std::string, int, std::less<>> functionNames_;  // fast reject for findFunction
   std::shared_ptr<ExternalFiles> external_;
+  std::unique_ptr<AttributeInterner> attributes_;  // shared attribute protos (builder, rewriter, inliner)
 };
 
 // Construction-level access for the builder, the rewriter and the inliner
@@ -460,6 +477,7 @@ class IrAccess {
   static std::unique_ptr<Node> newNode() { return std::unique_ptr<Node>(new Node()); }
   static FunctionKey& key(Function& f) { return f.key_; }
   static std::vector<Attribute>& attributes(Node& n) { return n.attrs_; }
+  static AttributeInterner& attributeInterner(Model& m) { return *m.attributes_; }
 };
 
 // Shorthand for "domain::op" with the default domain shown as "ai.onnx".

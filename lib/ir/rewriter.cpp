@@ -192,7 +192,7 @@ bool Rewriter::renameAttribute(Node* n, const std::string& from, const std::stri
   Attribute* a = n->mutableAttribute(from);
   if (!a || from == to) return a != nullptr;
   if (n->attribute(to)) fail(ExitCode::Internal, "renameAttribute: node '" + n->name() + "' has '" + to + "' already");
-  a->proto.set_name(to);
+  a->mutableProto().set_name(to);
   markChanged(n);
   return true;
 }

@@ -83,10 +83,10 @@ Acts <alpha, gamma> (x) => (y) {
   Node* selu = byName(g, "acts/Selu");
   REQUIRE((leaky && elu && selu));
   REQUIRE(leaky->attribute("alpha"));
-  CHECK(leaky->attribute("alpha")->proto.f() == 0.2f);
+  CHECK(leaky->attribute("alpha")->proto().f() == 0.2f);
   CHECK_FALSE(leaky->attribute("alpha")->isRef());
   REQUIRE(elu->attribute("alpha"));
-  CHECK(elu->attribute("alpha")->proto.f() == 0.7f);  // ONNX's own inliner drops this one
+  CHECK(elu->attribute("alpha")->proto().f() == 0.7f);  // ONNX's own inliner drops this one
   CHECK(selu->attribute("alpha") == nullptr);         // neither set nor defaulted: schema default
   checkSameMaths(proto, *model);
 }

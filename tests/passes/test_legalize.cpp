@@ -230,8 +230,8 @@ g (float[2, 4] x) => (float[2, 4] y) {
     if (popart::isCheckpoint(*n)) {
       ++found;
       REQUIRE(n->attribute("__ipu_number"));
-      CHECK(n->attribute("__ipu_number")->proto.i() == 1);
-      CHECK(n->attribute("__pipeline_stage")->proto.i() == 0);
+      CHECK(n->attribute("__ipu_number")->proto().i() == 1);
+      CHECK(n->attribute("__pipeline_stage")->proto().i() == 0);
     }
   CHECK(found == 1);
   INFO(findingsText(*checkpointed));
@@ -335,7 +335,7 @@ g (float[N, 6] x, float[2, 6] z) => (float[N, 6] y0, float[2, 6] y1) {
   for (const auto& n : out->graph().nodes())
     if (n->opType() == "Call") call = n.get();
   REQUIRE(call);
-  CHECK(call->attribute("num_outputs")->proto.i() == 1);
+  CHECK(call->attribute("num_outputs")->proto().i() == 1);
   const auto& in = call->attribute("callee")->g->inputs().front().value->type()->tensor_type();
   REQUIRE(in.shape().dim_size() == 2);
   CHECK_FALSE(in.shape().dim(0).has_dim_value());  // N at one site, 2 at the other

@@ -168,7 +168,7 @@ TEST_CASE("pattern library: the decomposed LayerNorm to PopART's GroupNormalizat
   CHECK(ops(*model).count("ReduceMean") == 0);
   CHECK(ops(*model).count("Sqrt") == 0);
   for (const auto& n : model->graph().nodes())
-    if (n->opType() == "GroupNormalization") CHECK(n->attribute("epsilon")->proto.f() == Approx(1e-5f));
+    if (n->opType() == "GroupNormalization") CHECK(n->attribute("epsilon")->proto().f() == Approx(1e-5f));
   checkValid(*model);
   checkSameMaths(original, mapBack(*model), 1e-4, 40);
 
@@ -224,9 +224,9 @@ TEST_CASE("seed case 10: examples/ipu-bert-pretraining.rules.json on a 4-layer B
   for (const auto& n : model->graph().nodes()) {
     if (n->opType() != "Call") continue;
     int64_t layer = n->name().back() - '0';
-    CHECK(n->attribute("__pipeline_stage")->proto.i() == layer);
-    CHECK(n->attribute("__ipu_number")->proto.i() == layer);
-    for (const auto& inner : n->attribute("callee")->g->nodes()) CHECK(inner->attribute("__ipu_number")->proto.i() == layer);
+    CHECK(n->attribute("__pipeline_stage")->proto().i() == layer);
+    CHECK(n->attribute("__ipu_number")->proto().i() == layer);
+    for (const auto& inner : n->attribute("callee")->g->nodes()) CHECK(inner->attribute("__ipu_number")->proto().i() == layer);
   }
   checkSameMaths(original, mapBack(*model), 1e-4, 2);
 }

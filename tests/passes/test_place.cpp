@@ -25,7 +25,7 @@ namespace {
 std::optional<int64_t> intAttr(const ir::Node& n, const char* key) {
   const ir::Attribute* a = n.attribute(key);
   if (!a || a->type() != onnx::AttributeProto::INT) return std::nullopt;
-  return a->proto.i();
+  return a->proto().i();
 }
 
 // "SEL|SEL": the alternatives of one stage.

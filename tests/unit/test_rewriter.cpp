@@ -157,6 +157,45 @@ main (float[2] X) => (float[2] Y) {
   CHECK(verify(*model).empty());
 }
 
+TEST_CASE("equal attributes share one proto: loaded or set on many nodes; a rename copies first", "[rewriter]") {
+  auto model = loadModel(test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (float[2,3] X) => (float[3,2] Y, float[3,2] Z) {
+  A = Transpose <perm = [1, 0]> (X)
+  B = Transpose <perm = [1, 0]> (X)
+  Y = Neg (A)
+  Z = Neg (B)
+}
+)"));
+  Graph& g = model->graph();
+  std::vector<Node*> n;
+  for (const auto& node : g.nodes()) n.push_back(node.get());
+  // Loaded: the two equal perm attributes are one proto.
+  CHECK(&n[0]->attribute("perm")->proto() == &n[1]->attribute("perm")->proto());
+
+  Rewriter rw(*model);
+  onnx::AttributeProto scale;
+  scale.set_name("scale");
+  scale.set_type(onnx::AttributeProto::FLOAT);
+  scale.set_f(-1.0f);
+  rw.setAttribute(n[2], scale);
+  rw.setAttribute(n[3], scale);
+  const Attribute* s2 = n[2]->attribute("scale");
+  const Attribute* s3 = n[3]->attribute("scale");
+  CHECK(&s2->proto() == &s3->proto());
+  scale.set_f(2.0f);  // a different value is not shared
+  rw.setAttribute(n[3], scale);
+  CHECK(n[3]->attribute("scale")->proto().f() == 2.0f);
+  CHECK(n[2]->attribute("scale")->proto().f() == -1.0f);
+
+  // Renaming one copies its proto: the other keeps its name.
+  CHECK(rw.renameAttribute(n[0], "perm", "order"));
+  CHECK(n[0]->attribute("order")->proto().name() == "order");
+  REQUIRE(n[1]->attribute("perm") != nullptr);
+  CHECK(n[1]->attribute("perm")->proto().name() == "perm");
+  CHECK(n[1]->attribute("perm")->proto().ints_size() == 2);
+}
+
 TEST_CASE("rewriter reshapes outputs and restores topological order", "[rewriter]") {
   auto model = loadModel(test::parseModel(R"(
 <ir_version: 8, opset_import: ["" : 17]>
