@@ -157,7 +157,7 @@ main (float[2] X) => (float[2] Y) {
   CHECK(verify(*model).empty());
 }
 
-TEST_CASE("equal attributes share one proto: loaded or set on many nodes; a rename copies first", "[rewriter]") {
+TEST_CASE("equal attributes share one proto: loaded or set on many nodes, and a rename copies first", "[rewriter]") {
   auto model = loadModel(test::parseModel(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 main (float[2,3] X) => (float[3,2] Y, float[3,2] Z) {
