@@ -101,9 +101,9 @@ class ExpandRun {
     }
     if (n.domain() == "ai.graphcore" && n.opType() == "Call") {
       const Attribute* callee = n.attribute("callee");
-      if (!callee || !callee->g) badInput(nodeLabel(n) + " has no 'callee' GRAPH attribute");
+      if (!callee || !callee->g()) badInput(nodeLabel(n) + " has no 'callee' GRAPH attribute");
       if (phase_ != Phase::Calls || !options_.calls || !selected(n)) return t;
-      t = {Kind::GraphcoreCall, nullptr, nullptr, "callee " + callee->g->residual().name()};
+      t = {Kind::GraphcoreCall, nullptr, nullptr, "callee " + callee->g()->residual().name()};
       return t;
     }
     if (phase_ != Phase::SchemaOps) return t;
@@ -181,8 +181,8 @@ class ExpandRun {
       }
       case Kind::GraphcoreCall: {
         const Attribute* callee = n->attribute("callee");
-        inlinedPerFunction_["ai.graphcore::Call " + callee->g->residual().name()]++;
-        return inlineBody(*rw_, n, *callee->g, AttributeEnv{}, prefix).created;
+        inlinedPerFunction_["ai.graphcore::Call " + callee->g()->residual().name()]++;
+        return inlineBody(*rw_, n, *callee->g(), AttributeEnv{}, prefix).created;
       }
       case Kind::SchemaOp: {
         auto fn = schemaFunction(*n, *t.schema);

@@ -54,7 +54,7 @@ std::string constantKey(const Value* v) {
 std::vector<std::string> attributeKeys(const Node& n) {
   std::vector<std::string> attrs;
   bool nested = false;
-  for (const auto& a : n.attributes()) nested |= a.t || !a.tensors.empty() || a.g || !a.graphs.empty();
+  for (const auto& a : n.attributes()) nested |= a.t() || !a.tensors().empty() || a.g() || !a.graphs().empty();
   if (nested) {
     onnx::NodeProto p = nodeToProto(n);
     for (const auto& a : p.attribute()) attrs.push_back(a.SerializeAsString());

@@ -31,7 +31,7 @@ std::string valueKey(onnx::AttributeProto a) {
 
 // Whether the node's attribute says what the op does without it (its schema's or function's default).
 bool isDefaultValue(const Model& model, const Node& n, const Attribute& a) {
-  if (a.isRef() || a.t || a.g || !a.tensors.empty() || !a.graphs.empty()) return false;
+  if (a.isRef() || a.t() || a.g() || !a.tensors().empty() || !a.graphs().empty()) return false;
   auto scope = scopeOpsets(model, *n.graph());
   const std::string domain = isDefaultDomain(n.domain()) ? "" : n.domain();
   if (auto it = scope.find(domain); it != scope.end())
@@ -180,7 +180,7 @@ void planAttributes(const Model& model, const Replacement& r, const Node& n, con
       continue;
     }
     if (!accepts(target)) {
-      if (a.g || !a.graphs.empty())
+      if (a.g() || !a.graphs().empty())
         usageError(where + ": attribute '" + a.name() + "' holds a subgraph that " + displayOp(p.domain, p.opType) +
                    " does not take");
       // Dropping an attribute that says what the op's default says changes
@@ -198,7 +198,7 @@ void planAttributes(const Model& model, const Replacement& r, const Node& n, con
     if (!present.insert(target).second)
       usageError(where + ": two of the node's attributes would both be named '" + target + "' (check rename)");
     auto expected = expectedAttributeType(schema, target);
-    if (!expected || a.isRef() || a.g || !a.graphs.empty() || a.t || *expected == a.type()) continue;
+    if (!expected || a.isRef() || a.g() || !a.graphs().empty() || a.t() || *expected == a.type()) continue;
     onnx::AttributeProto proto = a.proto();
     proto.set_name(target);
     auto converted = convertAttribute(proto, *expected);

@@ -104,7 +104,7 @@ std::optional<HostTensor> constantOf(const Value* v) {
     if (v->isInitializer() && !v->isGraphInput()) return readTensor(*v->initializer());
     const Node* p = v->producer();
     if (p && (p->domain().empty() || p->domain() == "ai.onnx") && p->opType() == "Constant")
-      if (const Attribute* a = p->attribute("value"); a && a->t) return readTensor(*a->t);
+      if (const Attribute* a = p->attribute("value"); a && a->t()) return readTensor(*a->t());
   } catch (const std::exception&) {
   }
   return std::nullopt;

@@ -123,7 +123,7 @@ std::optional<std::vector<HostTensor>> evaluateShapeOp(const Node& n, const std:
   if (op == "ConstantOfShape") {
     auto dims = x.asInts();
     HostTensor value{TP::FLOAT, {}, std::string(4, '\0')};
-    if (const Attribute* a = n.attribute("value"); a && a->t) value = readTensor(*a->t);
+    if (const Attribute* a = n.attribute("value"); a && a->t()) value = readTensor(*a->t());
     if (value.count() != 1) badInput("ConstantOfShape: value is not one element");
     if (tooLarge(dims, elementSize(value.type))) return refuse("ConstantOfShape: the result is over the size limit");
     HostTensor out{value.type, dims, {}};

@@ -35,7 +35,7 @@ std::optional<int64_t> intAttribute(const Node& n, const char* name) {
 
 Graph* calleeOf(const Node& n) {
   const Attribute* a = n.attribute("callee");
-  return a && a->g ? a->g.get() : nullptr;
+  return a ? a->g() : nullptr;
 }
 
 std::string graphName(const Graph& g) { return g.residual().name(); }
@@ -65,16 +65,16 @@ std::string canonical(const Graph& g) {
     std::sort(attrs.begin(), attrs.end(), [](auto* a, auto* b) { return a->name() < b->name(); });
     for (const Attribute* a : attrs) {
       out += "{" + a->proto().SerializeAsString();
-      if (a->t) {
+      if (a->t()) {
         try {
-          HostTensor t = readTensor(*a->t);
+          HostTensor t = readTensor(*a->t());
           out += "t" + std::to_string(t.type) + ":" + std::to_string(t.dims.size()) + ":" + t.data;
         } catch (const std::exception&) {
-          out += "t?" + a->t->name();
+          out += "t?" + a->t()->name();
         }
       }
-      if (a->g) out += "[" + canonical(*a->g) + "]";
-      for (const auto& sub : a->graphs) out += "[" + canonical(*sub) + "]";
+      if (a->g()) out += "[" + canonical(*a->g()) + "]";
+      for (const auto& sub : a->graphs()) out += "[" + canonical(*sub) + "]";
       out += "}";
     }
     out += ";";

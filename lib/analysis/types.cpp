@@ -89,10 +89,10 @@ class NodeContext final : public onnx::InferenceContext {
               std::vector<const onnx::TensorProto*> inputData)
       : inputTypes_(std::move(inputTypes)), inputData_(std::move(inputData)), outputs_(node.outputs().size()) {
     for (const auto& a : node.attributes()) {
-      if (a.t || !a.tensors.empty()) {
+      if (a.t() || !a.tensors().empty()) {
         onnx::AttributeProto full = a.proto();
-        if (a.t) *full.mutable_t() = a.t->proto();  // metadata: type and dims
-        for (const auto& t : a.tensors) *full.add_tensors() = t.proto();
+        if (a.t()) *full.mutable_t() = a.t()->proto();  // metadata: type and dims
+        for (const auto& t : a.tensors()) *full.add_tensors() = t.proto();
         owned_.push_back(std::move(full));
         attrs_[a.name()] = &owned_.back();
       } else {
@@ -130,7 +130,7 @@ const onnx::TensorProto* dataOf(const Value* v, std::unordered_map<const Value*,
   if (v->isInitializer()) {
     t = v->initializer();
   } else if (const Node* p = v->producer(); p && p->opType() == "Constant" && isDefaultDomain(p->domain())) {
-    if (const Attribute* a = p->attribute("value"); a && a->t) t = a->t.get();
+    if (const Attribute* a = p->attribute("value"); a && a->t()) t = a->t();
   }
   if (!t) return nullptr;
   if (!t->rawView() && !t->isExternal()) return &t->proto();

@@ -23,9 +23,9 @@ const HostTensor* WeightFolder::constantValue(Value* v) {
   Node* p = v->producer();
   if (!p || p->opType() != "Constant" || !isDefaultDomain(p->domain()) || p->attributes().size() != 1) return nullptr;
   const Attribute& a = p->attributes()[0];
-  if (a.name() == "value" && a.t) {
-    if (elementSize(a.t->dataType()) == 0) return nullptr;
-    return &hostCache_.emplace(v, readTensor(*a.t)).first->second;
+  if (a.name() == "value" && a.t()) {
+    if (elementSize(a.t()->dataType()) == 0) return nullptr;
+    return &hostCache_.emplace(v, readTensor(*a.t())).first->second;
   }
   HostTensor t;
   auto put = [&](auto value) {

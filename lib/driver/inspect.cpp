@@ -74,8 +74,8 @@ class GraphLister {
     for (const auto& n : g.nodes())
       for (const auto& a : n->attributes()) {
         std::vector<const Graph*> subs;
-        if (a.g) subs.push_back(a.g.get());
-        for (const auto& sub : a.graphs) subs.push_back(sub.get());
+        if (a.g()) subs.push_back(a.g());
+        for (const auto& sub : a.graphs()) subs.push_back(sub.get());
         for (const Graph* sub : subs) {
           subgraphs++;
           bool callee = n->domain() == "ai.graphcore" && n->opType() == "Call" && a.name() == "callee";

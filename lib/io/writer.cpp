@@ -162,10 +162,10 @@ class ProtoBuilder {
 
   void attribute(const Attribute& a, onnx::AttributeProto& out) {
     out = a.proto();
-    if (a.t) tensor(*a.t, *out.mutable_t(), a.t->proto().name());
-    for (const auto& t : a.tensors) tensor(t, *out.add_tensors(), t.proto().name());
-    if (a.g) graph(*a.g, *out.mutable_g());
-    for (const auto& g : a.graphs) graph(*g, *out.add_graphs());
+    if (a.t()) tensor(*a.t(), *out.mutable_t(), a.t()->proto().name());
+    for (const auto& t : a.tensors()) tensor(t, *out.add_tensors(), t.proto().name());
+    if (a.g()) graph(*a.g(), *out.mutable_g());
+    for (const auto& g : a.graphs()) graph(*g, *out.add_graphs());
   }
 
 
@@ -296,8 +296,8 @@ bool hasExternalTensors(const Model& m) {
     for (const auto& i : g.initializers()) found |= i.tensor->isExternal();
     for (const auto& n : g.nodes())
       for (const auto& a : n->attributes()) {
-        if (a.t) found |= a.t->isExternal();
-        for (const auto& t : a.tensors) found |= t.isExternal();
+        if (a.t()) found |= a.t()->isExternal();
+        for (const auto& t : a.tensors()) found |= t.isExternal();
       }
   });
   return found;
@@ -314,8 +314,8 @@ std::set<fs::path> externalSources(const Model& m) {
     for (const auto& i : g.initializers()) add(*i.tensor);
     for (const auto& n : g.nodes())
       for (const auto& a : n->attributes()) {
-        if (a.t) add(*a.t);
-        for (const auto& t : a.tensors) add(t);
+        if (a.t()) add(*a.t());
+        for (const auto& t : a.tensors()) add(t);
       }
   });
   return files;

@@ -62,14 +62,15 @@ class Builder {
 
   Attribute attribute(onnx::AttributeProto&& ap, Graph& owner, Node* node) {
     Attribute a;
-    if (ap.has_t()) a.t = tensor(std::move(*ap.mutable_t()));
-    for (auto& t : *ap.mutable_tensors()) a.tensors.push_back(std::move(*tensor(std::move(t))));
+    if (ap.has_t()) a.objects().t = tensor(std::move(*ap.mutable_t()));
+    for (auto& t : *ap.mutable_tensors()) a.objects().tensors.push_back(std::move(*tensor(std::move(t))));
     if (ap.has_g()) {
-      a.g = std::make_unique<Graph>(&model_, &owner.mutableNames(), &owner.mutableNodeNames(), &owner, node);
-      loadGraph(*ap.mutable_g(), *a.g);
+      a.objects().g = std::make_unique<Graph>(&model_, &owner.mutableNames(), &owner.mutableNodeNames(), &owner, node);
+      loadGraph(*ap.mutable_g(), *a.g());
     }
     for (auto& gp : *ap.mutable_graphs()) {
-      auto& g = a.graphs.emplace_back(std::make_unique<Graph>(&model_, &owner.mutableNames(), &owner.mutableNodeNames(), &owner, node));
+      auto& g = a.objects().graphs.emplace_back(
+          std::make_unique<Graph>(&model_, &owner.mutableNames(), &owner.mutableNodeNames(), &owner, node));
       loadGraph(gp, *g);
     }
     ap.clear_t();

@@ -56,14 +56,14 @@ void node(Hasher& h, const Node& n) {
   h.u64(n.attributes().size());
   for (const Attribute& a : n.attributes()) {
     h.message(a.proto());
-    h.u64(a.t != nullptr);
-    if (a.t) tensor(h, *a.t);
-    h.u64(a.tensors.size());
-    for (const Tensor& t : a.tensors) tensor(h, t);
-    h.u64(a.g != nullptr);
-    if (a.g) graph(h, *a.g);
-    h.u64(a.graphs.size());
-    for (const auto& sub : a.graphs) graph(h, *sub);
+    h.u64(a.t() != nullptr);
+    if (a.t()) tensor(h, *a.t());
+    h.u64(a.tensors().size());
+    for (const Tensor& t : a.tensors()) tensor(h, t);
+    h.u64(a.g() != nullptr);
+    if (a.g()) graph(h, *a.g());
+    h.u64(a.graphs().size());
+    for (const auto& sub : a.graphs()) graph(h, *sub);
   }
   h.message(n.residual());
 }

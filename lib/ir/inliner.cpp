@@ -87,7 +87,7 @@ class ir::InlineCopier {
           badInput("attribute '" + ref + "': graph- or tensor-list-valued defaults are not supported");
         Attribute copy;
         if (value.has_t()) {
-          copy.t = std::make_unique<Tensor>(value.t());
+          copy.objects().t = std::make_unique<Tensor>(value.t());
           value.clear_t();
         }
         interner(owner).assign(copy, std::move(value));
@@ -109,10 +109,10 @@ class ir::InlineCopier {
   Attribute deepCopy(const Attribute& a, Graph& owner, Node* node) {
     Attribute copy;
     copy.shareProto(a);
-    if (a.t) copy.t = std::make_unique<Tensor>(*a.t);
-    copy.tensors = a.tensors;
-    if (a.g) copy.g = graph(*a.g, owner, node);
-    for (const auto& g : a.graphs) copy.graphs.push_back(graph(*g, owner, node));
+    if (a.t()) copy.objects().t = std::make_unique<Tensor>(*a.t());
+    if (!a.tensors().empty()) copy.objects().tensors = a.tensors();
+    if (a.g()) copy.objects().g = graph(*a.g(), owner, node);
+    for (const auto& g : a.graphs()) copy.objects().graphs.push_back(graph(*g, owner, node));
     return copy;
   }
 
@@ -177,8 +177,8 @@ InlineResult InlineCopier::inlineBody(Rewriter& rw, Node* call, const Graph& bod
       meta.set_name("value");
       meta.set_type(onnx::AttributeProto::TENSOR);
       IrAccess::attributeInterner(*target.model()).assign(value, std::move(meta));
-      value.t = std::make_unique<Tensor>(*init.tensor);
-      value.t->mutableProto().clear_name();
+      value.objects().t = std::make_unique<Tensor>(*init.tensor);
+      value.objects().t->mutableProto().clear_name();
       c->attrs_.push_back(std::move(value));
       result.valueMap[init.value] = c->output(0);
     } else {

@@ -65,7 +65,16 @@ uint64_t Tensor::storedBytes() const {
 }
 
 // ---------------------------------------------------------------------------
-// Node
+// Attribute and Node. An attribute without tensors or graphs (most) allocates no Objects.
+const std::vector<Tensor>& Attribute::tensors() const {
+  static const Objects none;
+  return (objects_ ? *objects_ : none).tensors;
+}
+const std::vector<std::unique_ptr<Graph>>& Attribute::graphs() const {
+  static const Objects none;
+  return (objects_ ? *objects_ : none).graphs;
+}
+Attribute::Objects& Attribute::objects() { return objects_ ? *objects_ : *(objects_ = std::make_unique<Objects>()); }
 
 onnx::AttributeProto& Attribute::mutableProto() {
   if (!proto_ || proto_.use_count() > 1) proto_ = std::make_shared<onnx::AttributeProto>(proto());

@@ -18,7 +18,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "support/buffer.h"
@@ -59,14 +58,13 @@ struct Corruptor;
   GRAPHRW_IR_TEST_FRIEND
 
 // ---------------------------------------------------------------------------
-// Tensor: the metadata as ONNX keeps it (dims, data type, name, typed repeated
-// fields, external_data entries) plus the raw bytes as a view that is never
-// copied between loader and writer.
+// Tensor: the metadata as ONNX keeps it (dims, data type, name, typed fields,
+// external_data) plus the raw bytes as a view never copied between loader and writer.
 class Tensor {
  public:
   Tensor() = default;
   explicit Tensor(onnx::TensorProto proto) : proto_(std::move(proto)) {}
-  // A tensor whose raw bytes are a view (the proto holds no data).
+  // Raw bytes as a view (the proto holds no data).
   Tensor(onnx::TensorProto meta, Bytes raw) : proto_(std::move(meta)), raw_(std::move(raw)) {}
 
   const std::string& name() const { return proto_.name(); }
@@ -152,16 +150,15 @@ class Value {
 
 // ---------------------------------------------------------------------------
 // Attribute: the AttributeProto minus its tensors and graphs, which are IR objects.
-// The proto part is immutable and shared: nodes given one attribute value
-// (a replace's `set`, an inlined body's copies, equal attributes of a loaded
-// model) hold one AttributeProto between them, 16 bytes each instead of 256.
+// The proto part is immutable and shared: nodes given one value (a replace's `set`,
+// inlined copies, equal loaded attributes) hold one AttributeProto between them.
 struct Attribute {
-  // t, tensors, g and graphs cleared: they are the members below.
+  // t, tensors, g and graphs cleared: they are the IR objects below.
   const onnx::AttributeProto& proto() const { return proto_ ? *proto_ : onnx::AttributeProto::default_instance(); }
-  std::unique_ptr<Tensor> t;
-  std::vector<Tensor> tensors;
-  std::unique_ptr<Graph> g;
-  std::vector<std::unique_ptr<Graph>> graphs;
+  const Tensor* t() const { return objects_ ? objects_->t.get() : nullptr; }
+  const std::vector<Tensor>& tensors() const;
+  Graph* g() const { return objects_ ? objects_->g.get() : nullptr; }
+  const std::vector<std::unique_ptr<Graph>>& graphs() const;
 
   const std::string& name() const { return proto().name(); }
   onnx::AttributeProto_AttributeType type() const { return proto().type(); }
@@ -170,19 +167,23 @@ struct Attribute {
  private:
   GRAPHRW_IR_EDITORS;
   friend class AttributeInterner;
-  // Copy on write: the proto is copied first when another attribute shares it.
-  onnx::AttributeProto& mutableProto();
-  // Shares `other`'s proto (no copy).
+  struct Objects {  // most attributes (ints, floats, strings) have none: 24 bytes per attribute, not 80
+    std::unique_ptr<Tensor> t;
+    std::vector<Tensor> tensors;
+    std::unique_ptr<Graph> g;
+    std::vector<std::unique_ptr<Graph>> graphs;
+  };
+  Objects& objects();  // created on first use
+  onnx::AttributeProto& mutableProto();  // copy on write: copied first while shared
   void shareProto(const Attribute& other) { proto_ = other.proto_; }
   std::shared_ptr<onnx::AttributeProto> proto_;  // never changed while shared
+  std::unique_ptr<Objects> objects_;
 };
 
-
 // ---------------------------------------------------------------------------
-// The one copy of `s` for the process's lifetime (thread-safe): node op
-// types, domains and overloads point at these instead of each holding a
-// string. References stay valid; the table only grows (a model with many
-// distinct op types costs one string each, once per process).
+// The one copy of `s` for the process's lifetime (thread-safe): node op types,
+// domains and overloads point at these. References stay valid; the table only
+// grows (one string per distinct op type, once per process).
 const std::string& internSymbol(std::string_view s);
 
 class Node {
@@ -207,8 +208,8 @@ class Node {
   template <typename Fn>
   void forEachSubgraph(Fn&& fn) const {
     for (const auto& a : attrs_) {
-      if (a.g) fn(*a.g);
-      for (const auto& g : a.graphs) fn(*g);
+      if (a.g()) fn(*a.g());
+      for (const auto& g : a.graphs()) fn(*g);
     }
   }
 
@@ -488,10 +489,9 @@ bool isDefaultDomain(std::string_view domain);
 // The element size in bytes of an ONNX data type (0 for STRING / unknown).
 size_t elementSize(int32_t dataType);
 const char* dataTypeName(int32_t dataType);
-// Why a tensor's data cannot be what its dims say (the element count of
-// raw_data or of the typed field its type uses differs from the product of
-// the dims, a negative dimension, a product past 2^63); nothing when they
-// agree or the data is external. ONNX 1.12's checker does not look.
+// Why a tensor's data cannot be what its dims say (the element count of raw_data
+// or of its typed field differs from the product of the dims, a negative dimension,
+// a product past 2^63); nothing when they agree or the data is external.
 std::optional<std::string> tensorDataProblem(const onnx::TensorProto& t);
 std::string attributeTypeName(int type);
 // The inverse of attributeTypeName ("FLOAT" -> FLOAT); nothing for an unknown name.

@@ -88,9 +88,9 @@ std::vector<Finding> verify(Model& model) {
     add(g, where);
     for (const auto& n : g.nodes())
       for (const auto& a : n->attributes()) {
-        if (a.g) walk(*a.g, where + " > " + nodeLabel(n.get()) + " attribute '" + a.name() + "'");
-        for (size_t i = 0; i < a.graphs.size(); ++i)
-          walk(*a.graphs[i], where + " > " + nodeLabel(n.get()) + " attribute '" + a.name() + "'[" +
+        if (a.g()) walk(*a.g(), where + " > " + nodeLabel(n.get()) + " attribute '" + a.name() + "'");
+        for (size_t i = 0; i < a.graphs().size(); ++i)
+          walk(*a.graphs()[i], where + " > " + nodeLabel(n.get()) + " attribute '" + a.name() + "'[" +
                                  std::to_string(i) + "]");
       }
   };

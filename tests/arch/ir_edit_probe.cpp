@@ -55,7 +55,7 @@ void probe(Model& model, Rewriter& rw) {
 #elif PROBE == 9
   g.initializers().front().tensor->mutableProto().clear_raw_data();
 #elif PROBE == 10
-  n->attributes().front().t->mutableProto().clear_dims();
+  n->attributes().front().t()->mutableProto().clear_dims();
 #elif PROBE == 11
   g.initializers().front().tensor->clearRawView();
 #elif PROBE == 12

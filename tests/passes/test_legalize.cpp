@@ -336,7 +336,7 @@ g (float[N, 6] x, float[2, 6] z) => (float[N, 6] y0, float[2, 6] y1) {
     if (n->opType() == "Call") call = n.get();
   REQUIRE(call);
   CHECK(call->attribute("num_outputs")->proto().i() == 1);
-  const auto& in = call->attribute("callee")->g->inputs().front().value->type()->tensor_type();
+  const auto& in = call->attribute("callee")->g()->inputs().front().value->type()->tensor_type();
   REQUIRE(in.shape().dim_size() == 2);
   CHECK_FALSE(in.shape().dim(0).has_dim_value());  // N at one site, 2 at the other
   CHECK(in.shape().dim(1).dim_value() == 6);

@@ -226,7 +226,7 @@ TEST_CASE("seed case 10: examples/ipu-bert-pretraining.rules.json on a 4-layer B
     int64_t layer = n->name().back() - '0';
     CHECK(n->attribute("__pipeline_stage")->proto().i() == layer);
     CHECK(n->attribute("__ipu_number")->proto().i() == layer);
-    for (const auto& inner : n->attribute("callee")->g->nodes()) CHECK(inner->attribute("__ipu_number")->proto().i() == layer);
+    for (const auto& inner : n->attribute("callee")->g()->nodes()) CHECK(inner->attribute("__ipu_number")->proto().i() == layer);
   }
   checkSameMaths(original, mapBack(*model), 1e-4, 2);
 }

@@ -176,7 +176,7 @@ TEST_CASE("place: after the PopART rule file, Calls and their callees are placed
     ++calls;
     int64_t want = n->name() == "/layers.0" ? 0 : 1;
     CHECK(intAttr(*n, "__pipeline_stage") == want);
-    for (const auto& inner : n->attribute("callee")->g->nodes()) {
+    for (const auto& inner : n->attribute("callee")->g()->nodes()) {
       CHECK(intAttr(*inner, "__pipeline_stage") == want);
       CHECK(intAttr(*inner, "__ipu_number") == want);
     }
@@ -185,7 +185,7 @@ TEST_CASE("place: after the PopART rule file, Calls and their callees are placed
   // One callee per placement: PopART runs a callee where its Call runs, and knows callees by name.
   std::set<std::string> callees;
   for (const auto& n : model->graph().nodes())
-    if (n->opType() == "Call") callees.insert(n->attribute("callee")->g->residual().name());
+    if (n->opType() == "Call") callees.insert(n->attribute("callee")->g()->residual().name());
   CHECK(callees == std::set<std::string>{"layers", "layers_stage1"});
   std::string findings;
   for (const auto& f : popart::checkImport(*model)) findings += f.check + ": " + f.where + ": " + f.message + "\n";

@@ -144,8 +144,8 @@ main (float[2] X) => (float[2] Y) {
   value.mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
   value.mutable_t()->add_float_data(1.5f);
   rw.setAttribute(neg, value);
-  REQUIRE(neg->attribute("value")->t);
-  CHECK(neg->attribute("value")->t->proto().float_data(0) == 1.5f);
+  REQUIRE(neg->attribute("value")->t());
+  CHECK(neg->attribute("value")->t()->proto().float_data(0) == 1.5f);
 
   size_t before = rw.counts().nodesChanged;
   CHECK(rw.renameAttribute(neg, "value", "other"));
@@ -194,6 +194,35 @@ main (float[2,3] X) => (float[3,2] Y, float[3,2] Z) {
   REQUIRE(n[1]->attribute("perm") != nullptr);
   CHECK(n[1]->attribute("perm")->proto().name() == "perm");
   CHECK(n[1]->attribute("perm")->proto().ints_size() == 2);
+}
+
+TEST_CASE("an attribute is 24 bytes, its tensors and graphs held apart and read through t(), g(), tensors(), graphs()", "[rewriter]") {
+  // A million-node graph has about a million attributes, most of them ints and floats:
+  // the shared proto (16 bytes) plus one pointer to the rarely used IR objects.
+  STATIC_REQUIRE(sizeof(Attribute) == 24);
+  auto model = loadModel(test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (bool c, float[2] X) => (float[2] Y, float[2] Z) {
+  K = Constant <value = float[2] {1.5, 2.5}> ()
+  Y = Add (X, K)
+  Z = If (c) <then_branch = t () => (float[2] a) { a = Neg (X) }, else_branch = e () => (float[2] b) { b = Abs (X) }>
+}
+)"));
+  std::vector<const Node*> n;
+  for (const auto& node : model->graph().nodes()) n.push_back(node.get());
+  const Attribute* value = n[0]->attribute("value");
+  REQUIRE(value->t());
+  CHECK(value->t()->proto().float_data(1) == 2.5f);
+  CHECK(!value->g());
+  CHECK(value->tensors().empty());
+  CHECK(value->graphs().empty());
+  const Attribute* then = n[2]->attribute("then_branch");
+  REQUIRE(then->g());
+  CHECK(!then->t());
+  CHECK(then->g()->nodes().front()->opType() == "Neg");
+  CHECK(n[2]->attribute("else_branch")->g()->nodes().front()->opType() == "Abs");
+  CHECK(n[2]->subgraphs().size() == 2);
+  CHECK(verify(*model).empty());
 }
 
 TEST_CASE("rewriter reshapes outputs and restores topological order", "[rewriter]") {
