@@ -1,7 +1,5 @@
 #include "passes/outline.h"
 
-#include <spdlog/spdlog.h>
-
 #include <functional>
 #include <map>
 #include <set>
@@ -167,6 +165,7 @@ class OutlineRun {
       saved += work_[i].block.nodes.size() - 1;
       emit(work_[i]);
       touched.insert(work_[i].graph);
+      work_[i] = {work_[i].graph, {}, work_[i].scoped, work_[i].group, {}, {}};  // nodes gone: free the lists
     }
     clock_.lap("calls");
     for (Graph* g : touched) rw_->sortTopologically(*g);
