@@ -29,6 +29,13 @@ inline size_t capacityFor(size_t n, size_t current, bool noTombstones) {
   return capacity;
 }
 
+// A table of at least this many slots whose live entries fall under 1/16 of
+// them (a pass erased most of a graph) is rebuilt at about 3/8 load: the
+// memory goes back, and the next shrink needs the entries to fall 4x again.
+constexpr size_t kShrinkFrom = 4096;
+inline bool sparse(size_t live, size_t slots) { return slots >= kShrinkFrom && live * 16 < slots; }
+inline size_t shrunkCapacity(size_t live) { return capacityFor(live * 2, 0, false); }
+
 }  // namespace flat_detail
 
 template <typename Key, typename Value>
@@ -185,6 +192,7 @@ class FlatIndex {
       if (s.tag == h && KeyOf{}(s.item) == key) {
         s = Slot{kDeleted, nullptr};  // a tombstone keeps later probes going
         --size_;
+        if (flat_detail::sparse(size_, slots_.size())) rehash(flat_detail::shrunkCapacity(size_));
         return true;
       }
     }
@@ -193,6 +201,7 @@ class FlatIndex {
   void reserve(size_t n) {
     if (n * 4 > slots_.size() * 3) grow(n);
   }
+  size_t capacity() const { return slots_.size(); }
 
  private:
   static constexpr uint64_t kEmpty = 0, kDeleted = 1;
@@ -207,8 +216,9 @@ class FlatIndex {
   size_t mask() const { return slots_.size() - 1; }
 
   // Rebuilds with room for `n` live entries (load factor at most 3/4), dropping tombstones.
-  void grow(size_t n) {
-    std::vector<Slot> old(flat_detail::capacityFor(n, slots_.size(), used_ == size_));
+  void grow(size_t n) { rehash(flat_detail::capacityFor(n, slots_.size(), used_ == size_)); }
+  void rehash(size_t capacity) {
+    std::vector<Slot> old(capacity);
     old.swap(slots_);
     used_ = size_;
     for (const Slot& s : old) {
@@ -274,7 +284,10 @@ class FlatHashCounter {
         const uint32_t n = s & kMaxCount;
         if (n == 0 || n == kMaxCount) return;  // absent, or held for good
         --s;
-        if (n == 1) --size_;
+        if (n == 1) {
+          --size_;
+          if (flat_detail::sparse(size_, slots_.size())) rehash(flat_detail::shrunkCapacity(size_));
+        }
         return;
       }
     }
@@ -282,6 +295,7 @@ class FlatHashCounter {
   void reserve(size_t n) {
     if (n * 4 > slots_.size() * 3) grow(n);
   }
+  size_t capacity() const { return slots_.size(); }
 
  private:
   static constexpr uint64_t kMaxCount = 0xffff;
@@ -294,9 +308,13 @@ class FlatHashCounter {
     size_t capacity = 16;
     while (capacity * 3 < n * 4 + 4) capacity *= 2;
     if (capacity <= slots_.size() && used_ == size_) capacity = slots_.size() * 2;
+    rehash(std::max(capacity, slots_.size()));
+  }
+  // Rebuilds at `capacity` slots (room for every live key), dropping keys at count 0.
+  void rehash(size_t capacity) {
     std::vector<uint64_t> old;
     old.swap(slots_);
-    slots_.resize(std::max(capacity, old.size()));
+    slots_.resize(capacity);
     used_ = 0;
     for (const uint64_t s : old) {
       if (s == 0 || (s & kMaxCount) == 0) continue;

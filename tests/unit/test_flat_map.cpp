@@ -139,3 +139,39 @@ TEST_CASE("hash counter: a count saturates and then holds its key for good", "[f
   CHECK(c.size() == 1);
   CHECK(c.count(42 | uint64_t{7} << 48) == 0xffff);  // keys are their low 48 bits
 }
+
+// A graph that a pass shrinks (outline replaces 200k nodes by 10k calls) gives
+// its index and name table memory back instead of keeping the largest size.
+TEST_CASE("flat index and hash counter shrink when a pass erases most entries, and keep the rest exact", "[flat_map]") {
+  std::vector<std::unique_ptr<Named>> items;
+  for (int i = 0; i < 100000; ++i) items.push_back(std::make_unique<Named>(Named{"v" + std::to_string(i)}));
+  graphrw::FlatIndex<Named, NameOf> index;
+  graphrw::FlatHashCounter counter;
+  for (const auto& n : items) {
+    CHECK(index.insert(n.get()));
+    CHECK(counter.add(std::hash<std::string>{}(n->name)) == 0);
+  }
+  counter.add(std::hash<std::string>{}("v7"));  // v7 held twice
+  const size_t fullIndex = index.capacity(), fullCounter = counter.capacity();
+  CHECK(fullIndex >= 131072);
+  for (size_t i = 0; i < items.size(); ++i)
+    if (i % 100 != 7) {
+      CHECK(index.erase(items[i]->name));
+      counter.remove(std::hash<std::string>{}(items[i]->name));
+    }
+  CHECK(index.size() == 1000);
+  CHECK(counter.size() == 1000);
+  CHECK(index.capacity() <= fullIndex / 16);
+  CHECK(counter.capacity() <= fullCounter / 16);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const bool kept = i % 100 == 7;
+    CHECK(index.find(items[i]->name) == (kept ? items[i].get() : nullptr));
+    CHECK(counter.count(std::hash<std::string>{}(items[i]->name)) == (i == 7 ? 2u : kept ? 1u : 0u));
+  }
+  // Small tables never shrink: no rebuild churn for a few names.
+  graphrw::FlatHashCounter small;
+  for (uint64_t k = 2; k < 1000; ++k) small.add(k);
+  const size_t smallCapacity = small.capacity();
+  for (uint64_t k = 2; k < 990; ++k) small.remove(k);
+  CHECK(small.capacity() == smallCapacity);
+}
