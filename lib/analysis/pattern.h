@@ -46,8 +46,6 @@ struct PatternConstraints {
 struct PatternMatch {
   std::map<std::string, ir::Value*> values;
   std::map<int, ir::Node*> nodes;
-  std::set<const ir::Node*> used;                                  // by this match
-  const std::unordered_set<const ir::Node*>* taken = nullptr;       // by earlier matches, left alone
 };
 
 class Pattern {

@@ -286,14 +286,12 @@ std::vector<PatternMatch> Pattern::find(Graph& g, std::unordered_set<const Node*
     Node* n = np.get();
     if (n->opType() != anchor.op || taken.count(n) || !matcher.matchAt(n)) continue;
     PatternMatch b;
-    b.taken = &taken;
     for (size_t f = 0; f < c.formals.size(); ++f)
       if (Value* v = matcher.formals()[f]) b.values[c.formals[f]] = v;
     for (size_t q = 0; q < c.nodes.size(); ++q) {
       Node* m = matcher.nodes()[q];
       if (!m) continue;
       b.nodes[static_cast<int>(q)] = m;
-      b.used.insert(m);
       const auto& pn = match_.node(static_cast<int>(q));
       for (int k = 0; k < pn.output_size(); ++k) b.values[pn.output(k)] = m->output(static_cast<size_t>(k));
     }
