@@ -304,12 +304,8 @@ class FlatHashCounter {
     return key ? key : 1;
   }
   size_t mask() const { return slots_.size() - 1; }
-  void grow(size_t n) {
-    size_t capacity = 16;
-    while (capacity * 3 < n * 4 + 4) capacity *= 2;
-    if (capacity <= slots_.size() && used_ == size_) capacity = slots_.size() * 2;
-    rehash(std::max(capacity, slots_.size()));
-  }
+  // Room for `n` live keys (load factor at most 3/4), keys at count 0 dropped.
+  void grow(size_t n) { rehash(flat_detail::capacityFor(n, slots_.size(), used_ == size_)); }
   // Rebuilds at `capacity` slots (room for every live key), dropping keys at count 0.
   void rehash(size_t capacity) {
     std::vector<uint64_t> old;
