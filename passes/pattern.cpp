@@ -35,7 +35,6 @@ class PatternPass final : public Pass {
     WeightFolder weights(rw);
     std::vector<Graph*> graphs;
     model.walkGraphs([&](Graph& g) { graphs.push_back(&g); });
-    std::map<Graph*, std::unordered_set<const Node*>> taken;
     nlohmann::json rules = nlohmann::json::array();
     std::vector<Node*> created;
     size_t total = 0;
@@ -50,14 +49,18 @@ class PatternPass final : public Pass {
         auto onnxVersion = scope.count("") ? scope.at("") : scope.count("ai.onnx") ? scope.at("ai.onnx") : 0;
         if (onnxVersion && (onnxVersion < options_.rules[r].minOpset || onnxVersion > options_.rules[r].maxOpset)) continue;
         ++applicable;
-        auto matches = p.find(*g, taken[g], options_.maxMatchSteps);
+        // Matches of one rule do not overlap; what earlier rules matched is gone
+        // (apply erased it), so the set of taken nodes lives for one find only.
+        std::vector<PatternMatch> matches;
+        {
+          std::unordered_set<const Node*> taken;
+          matches = p.find(*g, taken, options_.maxMatchSteps);
+        }
         // What was matched, for --dry-run: the node producing each match's first output.
         for (const auto& m : matches) at.push_back(nodeLabel(*p.anchor(m)));
         count += matches.size();
         auto made = p.apply(model, rw, *g, matches);
         created.insert(created.end(), made.begin(), made.end());
-        // Nodes the replacements made may be matched by later rules.
-        for (Node* n : made) taken[g].erase(n);
       }
       const PatternRule& rule = options_.rules[r];
       if (!rule.group.empty()) {

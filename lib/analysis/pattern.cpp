@@ -74,6 +74,10 @@ bool sameConstant(const HostTensor& p, const HostTensor& t) {
 using pattern_detail::numbers;
 using pattern_detail::sameDomain;
 
+namespace {
+const std::vector<Value*> kNoValues;
+}
+
 Pattern::Pattern(onnx::FunctionProto match, onnx::FunctionProto replacement, std::string where,
                  PatternConstraints constraints)
     : match_(std::move(match)), replacement_(std::move(replacement)), where_(std::move(where)),
@@ -147,60 +151,78 @@ void Pattern::compile() {
     }
     c.nodes.push_back(std::move(n));
   }
+  // Slots in the order the matcher binds them, so a name given twice keeps the last binding as before.
+  auto slot = [&](const std::string& name) { return c.slots.emplace(name, static_cast<int>(c.slots.size())).first->second; };
+  for (const auto& f : match_.input()) c.formalSlots.push_back(slot(f));
+  for (const auto& pn : match_.node()) c.outputSlots.emplace_back().assign(pn.output_size(), 0);
+  for (int q = 0; q < match_.node_size(); ++q)
+    for (int k = 0; k < match_.node(q).output_size(); ++k) c.outputSlots[static_cast<size_t>(q)][static_cast<size_t>(k)] = slot(match_.node(q).output(k));
+  c.inputSlots = c.formalSlots;
+  for (const auto& o : match_.output()) c.resultSlots.push_back(c.slots.at(o));
+}
+
+Value*& Pattern::bound(PatternMatch& b, const std::string& formal) const {
+  return b.values[static_cast<size_t>(compiled_->slots.at(formal))];
 }
 
 Pattern::~Pattern() = default;
 Pattern::Pattern(Pattern&&) noexcept = default;
 
 bool Pattern::complete(PatternMatch& b) const {
-  std::set<std::string> outputs(match_.output().begin(), match_.output().end());
-  for (const auto& formal : match_.input())
-    if (!b.values.count(formal)) return false;
-  for (const auto& out : match_.output())
-    if (!b.values.count(out) || !b.values[out]) return false;
+  const auto& c = *compiled_;
+  for (int s : c.inputSlots)
+    if (!b.values[static_cast<size_t>(s)]) return false;
+  for (int s : c.resultSlots)
+    if (!b.values[static_cast<size_t>(s)]) return false;
   // A weight may be reached through Identity nodes (PyTorch passes merged
   // parameters so): the match binds the initializer itself.
   for (const auto& w : constraints_.weights) {
-    Value* v = b.values[w];
+    Value*& slot = bound(b, w);
+    Value* v = slot;
     for (size_t hops = 0; v && !v->isInitializer() && hops < 64; ++hops) {
       const Node* p = v->producer();
       if (!p || p->opType() != "Identity" || !isDefaultDomain(p->domain())) break;
       v = p->input(0);
     }
     if (!v || !v->isInitializer() || v->isGraphInput()) return false;
-    b.values[w] = v;
+    slot = v;
   }
-  for (const auto& c : constraints_.constants)
-    if (!constantOf(b.values[c])) return false;
+  for (const auto& k : constraints_.constants)
+    if (!constantOf(bound(b, k))) return false;
   // Values between matched nodes are read by matched nodes only, and no
   // input of the match is made inside it (the replacement could not read it).
   std::unordered_set<const Node*> members;
-  for (const auto& [_, m] : b.nodes) members.insert(m);
-  for (const auto& formal : match_.input())
-    if (const Node* p = b.values[formal]->producer(); p && members.count(p)) return false;
-  for (const auto& [p, m] : b.nodes) {
-    for (int k = 0; k < match_.node(p).output_size(); ++k) {
-      if (outputs.count(match_.node(p).output(k))) continue;
-      const Value* v = m->output(static_cast<size_t>(k));
+  for (const Node* m : b.nodes)
+    if (m) members.insert(m);
+  for (int s : c.inputSlots)
+    if (const Node* p = b.values[static_cast<size_t>(s)]->producer(); p && members.count(p)) return false;
+  std::set<int> results(c.resultSlots.begin(), c.resultSlots.end());
+  for (size_t p = 0; p < b.nodes.size(); ++p) {
+    const Node* m = b.nodes[p];
+    if (!m) continue;
+    const auto& slots = c.outputSlots[p];
+    for (size_t k = 0; k < slots.size(); ++k) {
+      if (results.count(slots[k])) continue;
+      const Value* v = m->output(k);
       if (!v) continue;
       if (v->graphOutputCount() > 0) return false;
       for (const Use& u : v->uses())
         if (!members.count(u.node)) return false;
     }
     // Outputs of matched nodes the pattern does not name must be unused.
-    for (size_t k = static_cast<size_t>(match_.node(p).output_size()); k < m->outputs().size(); ++k)
+    for (size_t k = slots.size(); k < m->outputs().size(); ++k)
       if (const Value* v = m->output(k); v && (!v->uses().empty() || v->graphOutputCount() > 0)) return false;
   }
   return true;
 }
 
-onnx::AttributeProto Pattern::attributeFromConstant(const std::string& formal, int type, PatternMatch& b) const {
-  auto t = constantOf(b.values.at(formal));
+onnx::AttributeProto Pattern::attributeFromConstant(const std::string& formal, int type, const PatternMatch& b) const {
+  const Value* bound = b.values[static_cast<size_t>(compiled_->slots.at(formal))];
+  auto t = constantOf(bound);
   auto values = t ? numbers(*t) : std::nullopt;
   if (!values || values->empty())
     usageError(where_ + ": input '" + formal + "' gives an attribute but is not a numeric constant");
   // The value as the attribute holds it, exactly, or an error naming the constant: a NaN or 1e30 is no INT.
-  const Value* bound = b.values.at(formal);
   auto fail = [&](const std::string& why) -> void {
     usageError(where_ + ": input '" + formal + "' (value '" + bound->name() + "' of the model) " + why);
   };
@@ -303,14 +325,14 @@ std::vector<Node*> Pattern::apply(Model& model, Rewriter& rw, Graph& g, std::vec
   for (auto& b : matches) {
     // The last matched node in graph order: the replacement goes after it.
     Node* last = b.nodes.at(anchor_);
-    for (const auto& [_, m] : b.nodes)
-      if (m->scratch > last->scratch) last = m;
+    for (Node* m : b.nodes)
+      if (m && m->scratch > last->scratch) last = m;
     auto placement = popart::placementOf(*b.nodes.at(anchor_));
     std::string prefix = b.nodes.at(anchor_)->name().empty() ? rw.reserveNodeName(g, match_.name()) : b.nodes.at(anchor_)->name();
     std::vector<Value*> ins;
-    for (const auto& formal : match_.input()) ins.push_back(b.values.at(formal));
+    for (int s : compiled_->inputSlots) ins.push_back(b.values[static_cast<size_t>(s)]);
     std::vector<Value*> outs;
-    for (const auto& o : match_.output()) outs.push_back(b.values.at(o));
+    for (int s : compiled_->resultSlots) outs.push_back(b.values[static_cast<size_t>(s)]);
     std::map<std::string, onnx::AttributeProto> values;
     for (const auto& [formal, type] : attributeRefs_) values[formal] = attributeFromConstant(formal, type, b);
     const Function& body = bodyFor(values);
@@ -319,14 +341,16 @@ std::vector<Node*> Pattern::apply(Model& model, Rewriter& rw, Graph& g, std::vec
     Node* call = rw.createNode(g, before, {"", match_.name(), "graphrw.pattern", ins, std::vector<std::string>(outs.size())});
     // Constants the match read, removed below when nothing else reads them.
     std::vector<Value*> constants;
-    for (const auto& [p, m] : b.nodes)
-      for (Value* v : m->inputs())
+    for (const Node* m : b.nodes)
+      for (Value* v : m ? m->inputs() : kNoValues)
         if (v && std::find(ins.begin(), ins.end(), v) == ins.end() &&
             std::find(constants.begin(), constants.end(), v) == constants.end() && constantOf(v))
           constants.push_back(v);
     for (size_t j = 0; j < outs.size(); ++j) rw.adoptOutput(call, j, outs[j]);
     std::vector<Node*> erase;
-    for (const auto& [_, m] : b.nodes) erase.push_back(m);
+    for (Node* m : b.nodes)
+      if (m) erase.push_back(m);
+    b = PatternMatch{};  // applied: its arrays are freed as the rewrite goes
     std::sort(erase.begin(), erase.end(), [](const Node* x, const Node* y) { return x->scratch > y->scratch; });
     for (Node* m : erase) rw.eraseNode(m);
     auto result = inlineBody(rw, call, body.body(), AttributeEnv{}, prefix);

@@ -41,10 +41,13 @@ struct PatternConstraints {
   bool commutative = true;             // Add and Mul match with their inputs in either order
 };
 
-// One match: pattern value -> graph value, pattern node -> graph node.
+// One match: the graph value bound to each of the pattern's values (by
+// slot: its inputs, then each node's outputs) and the graph node bound to
+// each of its nodes (by index); nullptr where none is. Two flat arrays, not
+// maps: a million-node graph can have half a million matches held at once.
 struct PatternMatch {
-  std::map<std::string, ir::Value*> values;
-  std::map<int, ir::Node*> nodes;
+  std::vector<ir::Value*> values;
+  std::vector<ir::Node*> nodes;
 };
 
 class Pattern {
@@ -68,7 +71,8 @@ class Pattern {
   // Each match attempt may take `maxSteps` steps (then Error(Unsupported)).
   std::vector<PatternMatch> find(ir::Graph& g, std::unordered_set<const ir::Node*>& taken,
                                  uint64_t maxSteps = kDefaultMaxMatchSteps) const;
-  // Replaces the matches; returns the nodes the replacements created.
+  // Replaces the matches, emptying each once applied (its arrays freed);
+  // returns the nodes the replacements created.
   std::vector<ir::Node*> apply(ir::Model& model, ir::Rewriter& rw, ir::Graph& g, std::vector<PatternMatch>& matches) const;
   // find + apply; returns how many matches.
   size_t rewrite(ir::Model& model, ir::Rewriter& rw, ir::Graph& g, uint64_t maxSteps = kDefaultMaxMatchSteps) const;
@@ -76,7 +80,8 @@ class Pattern {
  private:
   void compile();
   bool complete(PatternMatch& b) const;
-  onnx::AttributeProto attributeFromConstant(const std::string& formal, int type, PatternMatch& b) const;
+  onnx::AttributeProto attributeFromConstant(const std::string& formal, int type, const PatternMatch& b) const;
+  ir::Value*& bound(PatternMatch& b, const std::string& formal) const;
 
   onnx::FunctionProto match_, replacement_;
   std::string where_;

@@ -2,6 +2,7 @@
 // compiled to indices, and the comparisons of pattern constants.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -38,6 +39,12 @@ struct CompiledPattern {
   std::vector<CompiledNode> nodes;
   std::vector<std::string> formals;
   int anchor = -1;
+  // A match's values by slot (PatternMatch::values): one slot per distinct
+  // name, the formals' first, then each node's outputs.
+  std::map<std::string, int> slots;
+  std::vector<int> formalSlots;               // per formal
+  std::vector<std::vector<int>> outputSlots;  // per node, per output
+  std::vector<int> inputSlots, resultSlots;   // the match's inputs and outputs
 };
 
 }  // namespace graphrw::pattern_detail

@@ -286,17 +286,16 @@ std::vector<PatternMatch> Pattern::find(Graph& g, std::unordered_set<const Node*
     Node* n = np.get();
     if (n->opType() != anchor.op || taken.count(n) || !matcher.matchAt(n)) continue;
     PatternMatch b;
+    b.values.assign(c.slots.size(), nullptr);
+    b.nodes.assign(matcher.nodes().begin(), matcher.nodes().end());
     for (size_t f = 0; f < c.formals.size(); ++f)
-      if (Value* v = matcher.formals()[f]) b.values[c.formals[f]] = v;
-    for (size_t q = 0; q < c.nodes.size(); ++q) {
-      Node* m = matcher.nodes()[q];
-      if (!m) continue;
-      b.nodes[static_cast<int>(q)] = m;
-      const auto& pn = match_.node(static_cast<int>(q));
-      for (int k = 0; k < pn.output_size(); ++k) b.values[pn.output(k)] = m->output(static_cast<size_t>(k));
-    }
+      if (Value* v = matcher.formals()[f]) b.values[static_cast<size_t>(c.formalSlots[f])] = v;
+    for (size_t q = 0; q < c.nodes.size(); ++q)
+      if (const Node* m = b.nodes[q])
+        for (size_t k = 0; k < c.outputSlots[q].size(); ++k) b.values[static_cast<size_t>(c.outputSlots[q][k])] = m->output(k);
     if (!complete(b)) continue;
-    for (const auto& [_, m] : b.nodes) taken.insert(m);
+    for (const Node* m : b.nodes)
+      if (m) taken.insert(m);
     matches.push_back(std::move(b));
   }
   return matches;

@@ -332,3 +332,48 @@ g (float[2] x) => (float[2] y) { y = Relu(x) }
   CHECK(r.status == 0);
   CHECK(countOp(readProto(dir / "o.onnx"), "Sigmoid") == 1);
 }
+
+TEST_CASE("pattern: a later rule matches what an earlier rule's replacement made, once per node, in every graph",
+          "[pattern]") {
+  TempDir dir;
+  // Two chains in the main graph and one in an If branch: rule A turns Abs -> Neg into Relu, rule B that Relu
+  // into Sigmoid, rule C finds Abs (gone: A's matches are erased, not left for later rules).
+  auto model = parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2] x, bool c) => (float[2] y, float[2] z, float[2] w) {
+  a1 = Abs (x)
+  y = Neg (a1)
+  a2 = Abs (y)
+  z = Neg (a2)
+  w = If (c) <then_branch = t () => (float[2] o) { a3 = Abs (x)  o = Neg (a3) },
+              else_branch = e () => (float[2] o) { o = Identity (x) }>
+}
+)");
+  const char* rules = R"({"rules": [
+    {"match": "<domain: \"p\", opset_import: [\"\" : 13]>\nA (x) => (y) { a = Abs (x)  y = Neg (a) }", "replace": "<domain: \"p\", opset_import: [\"\" : 13]>\nA (x) => (y) { y = Relu (x) }"},
+    {"match": "<domain: \"p\", opset_import: [\"\" : 13]>\nB (x) => (y) { y = Relu (x) }", "replace": "<domain: \"p\", opset_import: [\"\" : 13]>\nB (x) => (y) { y = Sigmoid (x) }"},
+    {"match": "<domain: \"p\", opset_import: [\"\" : 13]>\nC (x) => (y) { y = Abs (x) }", "replace": "<domain: \"p\", opset_import: [\"\" : 13]>\nC (x) => (y) { y = Tanh (x) }", "allow_no_match": true}
+  ]})";
+  writeFile(dir / "rules.json", rules);
+  writeProto(model, dir / "m.onnx");
+  auto r = run(graphrwBin() + " pattern '" + (dir / "m.onnx").string() + "' --rules '" + (dir / "rules.json").string() +
+               "' -o '" + (dir / "o.onnx").string() + "' --report '" + (dir / "r.json").string() + "'");
+  REQUIRE(r.status == 0);
+  auto out = readProto(dir / "o.onnx");
+  CHECK(countOp(out, "Sigmoid") == 2);
+  CHECK(countOp(out, "Relu") == 0);
+  CHECK(countOp(out, "Abs") == 0);
+  CHECK(countOp(out, "Tanh") == 0);
+  const onnx::GraphProto* branch = nullptr;
+  for (const auto& n : out.graph().node())
+    if (n.op_type() == "If") branch = &n.attribute(0).g();
+  REQUIRE(branch);
+  REQUIRE(branch->node_size() == 1);
+  CHECK(branch->node(0).op_type() == "Sigmoid");
+  auto report = nlohmann::json::parse(readFile(dir / "r.json"));
+  const auto& details = report["passes"][0]["rules"];
+  CHECK(details[0]["matched"] == 3);
+  CHECK(details[1]["matched"] == 3);
+  CHECK(details[2]["matched"] == 0);
+  CHECK(run(graphrwBin() + " validate '" + (dir / "o.onnx").string() + "'").status == 0);
+}
