@@ -17,6 +17,7 @@
 #include "driver/inspect.h"
 #include "driver/rules.h"
 #include "driver/validate.h"
+#include "analysis/stage_cost.h"
 #include "io/loader.h"
 #include "support/error.h"
 #include "support/json_text.h"
@@ -25,17 +26,36 @@ namespace graphrw::cli {
 
 Command addInspectCommand(CLI::App& app) {
   struct Args {
-    std::string input;
-    bool json = false;
+    std::string input, optimizer = "none", ipuMemory;
+    bool json = false, stages = false;
   };
   auto args = std::make_shared<Args>();
   auto* inspect = app.add_subcommand("inspect", "Summarise a model: opsets, ops, functions, weights, PopART attributes");
   inspect->add_option("model", args->input, "ONNX model, or - for stdin")->required();
   inspect->add_flag("--json", args->json, "Print JSON");
+  inspect->add_flag("--stages", args->stages,
+                    "Print the cost of each pipeline stage and IPU instead: weights, optimizer state, activations, FLOPs "
+                    "(docs/popart.md, \"Stage costs\")");
+  inspect->add_option("--optimizer", args->optimizer, "With --stages: training with this optimizer, or none (inference)")
+      ->check(CLI::IsMember({"none", "sgd", "momentum", "adam", "lamb"}))
+      ->default_str("none");
+  inspect->add_option("--ipu-memory", args->ipuMemory, "With --stages: memory per IPU (900MiB, 1.5GB, bytes); says which IPUs do not fit");
   inspect->footer("\nExamples:\n  graphrw inspect model.onnx\n  graphrw inspect --json model.onnx | jq '.ops'\n"
-                  "  graphrw expand model.onnx -o - | graphrw inspect -\n");
+                  "  graphrw expand model.onnx -o - | graphrw inspect -\n"
+                  "  graphrw inspect --stages --optimizer adam --ipu-memory 900MiB placed.onnx\n");
   return {inspect, [args] {
+            if (!args->stages && (args->optimizer != "none" || !args->ipuMemory.empty()))
+              usageError("inspect: --optimizer and --ipu-memory go with --stages");
+            stage_cost::Options costOptions;
+            costOptions.optimizer = *stage_cost::parseOptimizer(args->optimizer);
+            if (!args->ipuMemory.empty()) costOptions.ipuMemory = stage_cost::parseBytes(args->ipuMemory, "--ipu-memory");
             auto model = loadModel(args->input);
+            if (args->stages) {
+              auto costs = stage_cost::stageCosts(*model, costOptions);
+              std::cout << (args->json ? costs.dump(2) + "\n" : stage_cost::renderStageCosts(costs));
+              releaseAtExit(model);
+              return 0;
+            }
             auto summary = inspectModel(*model);
             if (args->json)
               std::cout << summary.dump(2) << "\n";
