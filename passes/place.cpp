@@ -52,53 +52,20 @@ class PlaceRun {
     for (const auto& n : g.nodes()) nodes.push_back(n.get());
     std::unordered_map<const Node*, size_t> stage;
 
-    if (options_.stages.empty()) {
+    const bool staged = options_.autoPlace || !options_.stages.empty();
+    if (options_.autoPlace) {
+      // Contiguous along the graph order, which is topological: no stage reads from a later one.
+      auto placed = autoPlace(model_, *options_.autoPlace);
+      for (size_t i = 0; i < nodes.size(); ++i) stage[nodes[i]] = placed.stageOf.at(i);
+      context.details["auto"] = std::move(placed.report);
+    } else if (options_.stages.empty()) {
       for (Node* n : nodes) stage[n] = 0;
     } else {
-      // Stage i holds what its selectors match; a node two stages match is an error.
-      std::vector<size_t> matched(options_.stages.size(), 0);
-      for (Node* n : nodes)
-        for (size_t i = 0; i < options_.stages.size(); ++i) {
-          if (!options_.stages[i].matches(*n)) continue;
-          auto [it, fresh] = stage.emplace(n, i);
-          if (!fresh && it->second != i)
-            usageError("place: " + nodeLabel(*n) + " is matched by stage " + std::to_string(it->second) + " ('" +
-                       options_.stages[it->second].str() + "') and by stage " + std::to_string(i) + " ('" +
-                       options_.stages[i].str() + "')");
-          ++matched[i];
-        }
-      for (size_t i = 0; i < matched.size(); ++i)
-        if (!matched[i])
-          reportNoMatch("place", "stage " + std::to_string(i) + ": selector '" + options_.stages[i].str() + "' matched no node",
-                        options_.allowNoMatch);
-      // A matched node may not read from a later stage.
-      for (Node* n : nodes) {
-        auto it = stage.find(n);
-        if (it == stage.end()) continue;
-        for (const Value* v : readsOf(*n, g)) {
-          if (!v->producer()) continue;
-          auto p = stage.find(v->producer());
-          if (p != stage.end() && p->second > it->second)
-            usageError("place: " + nodeLabel(*n) + " in stage " + std::to_string(it->second) + " reads '" + v->name() +
-                       "' from " + nodeLabel(*v->producer()) + " in the later stage " + std::to_string(p->second));
-        }
-      }
-      follow(nodes, stage);
-      // What following the data gave must not read backwards either: an
-      // unmatched node that follows a late producer but feeds an earlier stage.
-      for (Node* n : nodes)
-        for (const Value* v : readsOf(*n, g)) {
-          if (!v->producer() || v->producer()->graph() != &g) continue;
-          size_t from = stage.at(v->producer()), to = stage.at(n);
-          if (from > to)
-            usageError("place: " + nodeLabel(*n) + " in stage " + std::to_string(to) + " reads '" + v->name() +
-                       "' from " + nodeLabel(*v->producer()) + ", which follows its data into the later stage " +
-                       std::to_string(from) + "; select it into a stage");
-        }
+      selectStages(g, nodes, stage);
     }
 
     std::vector<int64_t> ipus = stageIpus();
-    if (options_.pipeline && !options_.stages.empty()) {
+    if (options_.pipeline && staged) {
       checkNoRecomputeMarks(nodes);
       checkWeightsOnOneIpu(stage, ipus);
     }
@@ -113,10 +80,9 @@ class PlaceRun {
       written += place(n, s, ipu);
     }
     nlohmann::json byStage = nlohmann::json::object(), byIpu = nlohmann::json::object();
-    if (options_.pipeline && !options_.stages.empty())
-      for (const auto& [s, c] : perStage) byStage[std::to_string(s)] = c;
+    for (const auto& [s, c] : perStage) byStage[std::to_string(s)] = c;
     for (const auto& [i, c] : perIpu) byIpu[std::to_string(i)] = c;
-    if (options_.pipeline && !options_.stages.empty()) context.details["nodes_per_stage"] = byStage;
+    if (options_.pipeline && staged) context.details["nodes_per_stage"] = byStage;
     context.details["nodes_per_ipu"] = byIpu;
     context.details["attributes_written"] = written;
     if (renamedCallees_) context.details["callees_split_by_placement"] = renamedCallees_;
@@ -124,6 +90,50 @@ class PlaceRun {
   }
 
  private:
+  // Stages by selectors: stage i holds what its selectors match, every other node follows its data.
+  void selectStages(Graph& g, const std::vector<Node*>& nodes, std::unordered_map<const Node*, size_t>& stage) {
+    // Stage i holds what its selectors match; a node two stages match is an error.
+    std::vector<size_t> matched(options_.stages.size(), 0);
+    for (Node* n : nodes)
+      for (size_t i = 0; i < options_.stages.size(); ++i) {
+        if (!options_.stages[i].matches(*n)) continue;
+        auto [it, fresh] = stage.emplace(n, i);
+        if (!fresh && it->second != i)
+          usageError("place: " + nodeLabel(*n) + " is matched by stage " + std::to_string(it->second) + " ('" +
+                     options_.stages[it->second].str() + "') and by stage " + std::to_string(i) + " ('" +
+                     options_.stages[i].str() + "')");
+        ++matched[i];
+      }
+    for (size_t i = 0; i < matched.size(); ++i)
+      if (!matched[i])
+        reportNoMatch("place", "stage " + std::to_string(i) + ": selector '" + options_.stages[i].str() + "' matched no node",
+                      options_.allowNoMatch);
+    // A matched node may not read from a later stage.
+    for (Node* n : nodes) {
+      auto it = stage.find(n);
+      if (it == stage.end()) continue;
+      for (const Value* v : readsOf(*n, g)) {
+        if (!v->producer()) continue;
+        auto p = stage.find(v->producer());
+        if (p != stage.end() && p->second > it->second)
+          usageError("place: " + nodeLabel(*n) + " in stage " + std::to_string(it->second) + " reads '" + v->name() +
+                     "' from " + nodeLabel(*v->producer()) + " in the later stage " + std::to_string(p->second));
+      }
+    }
+    follow(nodes, stage);
+    // What following the data gave must not read backwards either: an
+    // unmatched node that follows a late producer but feeds an earlier stage.
+    for (Node* n : nodes)
+      for (const Value* v : readsOf(*n, g)) {
+        if (!v->producer() || v->producer()->graph() != &g) continue;
+        size_t from = stage.at(v->producer()), to = stage.at(n);
+        if (from > to)
+          usageError("place: " + nodeLabel(*n) + " in stage " + std::to_string(to) + " reads '" + v->name() +
+                     "' from " + nodeLabel(*v->producer()) + ", which follows its data into the later stage " +
+                     std::to_string(from) + "; select it into a stage");
+      }
+  }
+
   static bool isParameterCopy(const Node& n) {
     const Value* in = n.input(0);
     return n.opType() == "Identity" && isDefaultDomain(n.domain()) && in && in->isInitializer() && !in->isGraphInput() &&
@@ -155,7 +165,7 @@ class PlaceRun {
 
   // The IPU of each stage: as given, else stage i on IPU i.
   std::vector<int64_t> stageIpus() const {
-    size_t stages = std::max<size_t>(options_.stages.size(), 1);
+    size_t stages = options_.autoPlace ? options_.autoPlace->stages : std::max<size_t>(options_.stages.size(), 1);
     std::vector<int64_t> ipus = options_.ipus;
     if (ipus.empty())
       for (size_t i = 0; i < stages; ++i) ipus.push_back(static_cast<int64_t>(i));
@@ -261,7 +271,7 @@ class PlaceRun {
       ++changed;
     };
     set(kIpu, ipu);
-    bool stages = options_.pipeline && !options_.stages.empty();
+    bool stages = options_.pipeline && (options_.autoPlace || !options_.stages.empty());
     if (stages) set(kStage, static_cast<int64_t>(stage));
     if (n->opType() == "Call" && n->domain() == "ai.graphcore" && n->attribute("callee") && n->attribute("callee")->g())
       return changed + placeCallee(n, stage, ipu, stages);
@@ -343,18 +353,7 @@ class PlacePass final : public Pass {
 // --stage 'SEL|SEL' (repeatable, one per stage) -> [[{...}, {...}], ...]
 nlohmann::json stagesFromFlags(const std::vector<std::string>& values) {
   nlohmann::json stages = nlohmann::json::array();
-  for (const auto& text : values) {
-    nlohmann::json alternatives = nlohmann::json::array();
-    size_t start = 0;
-    while (true) {
-      size_t bar = text.find('|', start);
-      std::string part = text.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
-      alternatives.push_back(Selector::parse(part).toJson());
-      if (bar == std::string::npos) break;
-      start = bar + 1;
-    }
-    stages.push_back(alternatives.size() == 1 ? alternatives[0] : alternatives);
-  }
+  for (const auto& text : values) stages.push_back(selectorsFromFlag(text));
   return stages;
 }
 
@@ -402,11 +401,42 @@ const RegisterPass registration{PassSpec{
                      "initializer, named after the parameter) its own initializer under that name; a real tie "
                      "(one tensor read twice) stays",
              .schema = {{"type", "boolean"}}, .defaultValue = false},
+            {.key = "auto", .flags = "--auto", .kind = Kind::Integer,
+             .help = "N pipeline stages from the stage cost model (docs/popart.md, \"Automatic stages\"): contiguous "
+                     "along the layers, the slowest stage as fast as can be and every IPU within --ipu-memory; "
+                     "--stage i and --pin pin nodes to their stage",
+             .schema = {{"type", "integer"}, {"minimum", 1}, {"maximum", 1024}}},
+            {.key = "pin", .flags = "--pin", .kind = Kind::Selectors,
+             .help = "With --auto: STAGE=SEL puts the nodes SEL matches into STAGE (negative from the end: -1 is "
+                     "the last stage); alternatives separated by '|'",
+             .schema = {{"type", "array"},
+                        {"minItems", 1},
+                        {"items",
+                         {{"type", "object"},
+                          {"required", {"stage", "select"}},
+                          {"additionalProperties", false},
+                          {"properties",
+                           {{"stage", {{"type", "integer"}, {"minimum", -1024}, {"maximum", 1023}}},
+                            {"select", {{"$ref", "../rules.schema.json#/$defs/selectors"}}}}}}}},
+             .convert = pinsFromFlags},
+            {.key = "ipu_memory", .flags = "--ipu-memory", .kind = Kind::String,
+             .help = "With --auto: the memory of one IPU (900MiB, 1.5GB, bytes; default 900MiB, a Mk2 IPU)",
+             .schema = {{"type", "string"}, {"minLength", 1}}},
+            {.key = "optimizer", .flags = "--optimizer", .kind = Kind::String,
+             .help = "With --auto: training with this optimizer (its state per weight counts), or none (inference, "
+                     "the default)",
+             .schema = {{"type", "string"}, {"enum", {"none", "sgd", "momentum", "adam", "lamb"}}}},
+            {.key = "balance", .flags = "--balance", .kind = Kind::String,
+             .help = "With --auto: what the stages even out: compute (the slowest stage's FLOPs), memory (the "
+                     "fullest IPU) or both (the default: each stage's FLOPs and memory against an even share)",
+             .schema = {{"type", "string"}, {"enum", {"compute", "memory", "both"}}}},
         },
     .examples =
         {
             "graphrw place bert.onnx --stage 'scope=/embeddings/|scope=/encoder/layer.0/' --stage 'scope=/encoder/layer.1/' --ipus 0,1",
             "graphrw place model.onnx --ipus 0",
+            "graphrw place bert.onnx --auto 4 --optimizer adam --untie --stage 'scope=/embeddings/'",
+            "graphrw place bert.onnx --auto 5 --ipus 0,1,2,3,0 --pin '0=scope=/embeddings/' --pin '-1=scope=/cls/'",
         },
     .create = [](const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
       PlaceOptions o;
@@ -418,6 +448,12 @@ const RegisterPass registration{PassSpec{
       o.pipeline = entry.at("pipeline").get<bool>();
       o.allowNoMatch = entry.at("allow_no_match").get<bool>();
       o.untie = entry.at("untie").get<bool>();
+      if (entry.contains("auto")) {
+        o.autoPlace = autoPlaceOptions(entry, o.stages, o.ipus, o.allowNoMatch, at, pointer);
+        return createPlacePass(std::move(o));
+      }
+      for (const char* key : {"pin", "ipu_memory", "optimizer", "balance"})
+        if (entry.contains(key)) usageError(where.at(pointer + "/" + key) + ": goes with auto (--auto N)");
       if (o.stages.empty() && o.ipus.size() > 1)
         usageError(where.at(pointer + "/ipus") + ": without stages, give one IPU (every op goes there)");
       if (o.stages.empty() && o.ipus.empty())

@@ -10,10 +10,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "analysis/pass.h"
 #include "analysis/selector.h"
+#include "passes/place_auto.h"
 
 namespace graphrw::passes {
 
@@ -28,6 +30,8 @@ struct PlaceOptions {
   // Parameters PyTorch merged for equal values (an Identity of an initializer,
   // named after the other parameter) each get their own initializer first.
   bool untie = optionDefaultAs<bool>(kPlacePass, "untie");
+  // --auto N: the stages from the cost model (stages above become its pins).
+  std::optional<AutoPlaceOptions> autoPlace;
 };
 
 std::unique_ptr<Pass> createPlacePass(PlaceOptions options);

@@ -154,17 +154,37 @@ struct Item {
 };
 
 CostModel::CostModel(Model& model, const Options& options) : options_(options) {
-  // In memory only: types whose shapes are not static (an export's value_info
-  // kept, "float[1,?,16]") are inferred again from the static ones around
-  // them; per node first, reading small constant operands (Reshape's shape),
-  // then ONNX's whole-model inference.
+  // Types whose shapes are not static (an export's value_info kept,
+  // "float[1,?,16]") are inferred again from the static ones around them, and
+  // missing ones inferred: per node first, reading small constant operands
+  // (Reshape's shape), then ONNX's whole-model inference. The model gets its
+  // own types back once the costs are read (restore below): costing changes nothing.
   Rewriter rw(model);
+  std::vector<std::pair<Value*, onnx::TypeProto>> replaced;
+  std::vector<std::pair<Graph*, Value*>> untyped;
   model.graph().walkGraphs([&](Graph& g) {
-    for (const auto& v : g.values())
-      if (v->type() && v->producer() && !staticShape(v.get())) rw.forgetType(v.get());
+    for (const auto& v : g.values()) {
+      if (!v->type()) {
+        untyped.emplace_back(&g, v.get());
+      } else if (v->producer() && !staticShape(v.get())) {
+        replaced.emplace_back(v.get(), *v->type());
+        rw.forgetType(v.get());
+      }
+    }
   });
   inferInOrder(rw);
   inferMissingTypes(rw);
+  collect(model);
+  for (auto& [v, type] : replaced) rw.setType(v, std::move(type));
+  // (A graph input or output declared without a type keeps the one found.)
+  for (auto [g, v] : untyped)
+    if (v->type()) {
+      rw.forgetType(v);
+      rw.removeValueInfo(*g, v);  // may erase v (nothing reads or makes it)
+    }
+}
+
+void CostModel::collect(Model& model) {
 
   const Graph& g = model.graph();
   std::unordered_map<const Node*, size_t> position;
@@ -315,7 +335,9 @@ bool anyPlaced(const CostModel& model, const char* key) {
   return false;
 }
 
-std::string human(uint64_t bytes) {
+}  // namespace
+
+std::string humanBytes(uint64_t bytes) {
   char buf[32];
   if (bytes < 1024) return std::to_string(bytes) + " B";
   const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
@@ -325,6 +347,8 @@ std::string human(uint64_t bytes) {
   std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
   return buf;
 }
+
+namespace {
 
 // FLOPs with an SI prefix: "393.2 K", "21.7 G".
 std::string si(uint64_t flops) {
@@ -340,8 +364,8 @@ std::string si(uint64_t flops) {
 void row(std::ostringstream& os, const std::string& label, const json& e) {
   char buf[256];
   std::snprintf(buf, sizeof buf, "  %-10s %7zu %12s %12s %12s %12s %10s\n", label.c_str(), e["nodes"].get<size_t>(),
-                human(e["weights"]).c_str(), human(e["optimizer_state"]).c_str(), human(e["activations"]).c_str(),
-                human(e["memory"]).c_str(), si(e["flops"]).c_str());
+                humanBytes(e["weights"]).c_str(), humanBytes(e["optimizer_state"]).c_str(), humanBytes(e["activations"]).c_str(),
+                humanBytes(e["memory"]).c_str(), si(e["flops"]).c_str());
   os << buf;
 }
 
@@ -393,7 +417,7 @@ json stageCosts(Model& model, const Options& options) {
 std::string renderStageCosts(const json& costs) {
   std::ostringstream os;
   os << "Stage costs (" << (costs["training"].get<bool>() ? std::string("training, ") + costs["optimizer"].get<std::string>() : "inference");
-  if (costs.contains("ipu_memory")) os << "; " << human(costs["ipu_memory"]) << " per IPU";
+  if (costs.contains("ipu_memory")) os << "; " << humanBytes(costs["ipu_memory"]) << " per IPU";
   os << "):\n";
   char head[256];
   std::snprintf(head, sizeof head, "  %-10s %7s %12s %12s %12s %12s %10s\n", "", "nodes", "weights", "optimizer", "activations",
@@ -405,7 +429,7 @@ std::string renderStageCosts(const json& costs) {
   row(os, "total", costs["total"]);
   for (const auto& e : costs["ipus"])
     if (e.contains("fits") && !e["fits"].get<bool>())
-      os << "ipu " << e["ipu"].get<int64_t>() << " does not fit: " << human(e["missing"]) << " missing\n";
+      os << "ipu " << e["ipu"].get<int64_t>() << " does not fit: " << humanBytes(e["missing"]) << " missing\n";
   if (costs.contains("bottleneck")) {
     const json& b = costs["bottleneck"];
     std::string which = b.contains("stage") ? "stage " + std::to_string(b["stage"].get<int64_t>())

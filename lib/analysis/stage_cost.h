@@ -30,6 +30,9 @@ int stateTensorsPerWeight(Optimizer o);
 // MiB, GiB of 1024, B or nothing bytes. Throws Error(Usage) naming `what`.
 uint64_t parseBytes(const std::string& text, const std::string& what);
 
+// Bytes as people read them: "512 B", "1.5 KiB", "900.0 MiB".
+std::string humanBytes(uint64_t bytes);
+
 // The FLOPs of one node (a multiply-add counts 2) from its static shapes:
 // MatMul, Gemm, Conv, ConvTranspose; 0 for any other op. nullopt when the
 // node is one of those and a shape it needs is unknown.
@@ -51,8 +54,8 @@ struct Item;
 
 // The costs of the main graph's nodes (items, in graph order; a Call or If
 // with the nodes of its subgraphs) and of any group of them. Building it
-// infers the missing or non-static types of `model` in memory (see
-// docs/popart.md); the model must outlive it.
+// infers the missing or non-static types of `model` (docs/popart.md) and
+// then gives the model its own types back; the model must outlive it.
 class CostModel {
  public:
   CostModel(ir::Model& model, const Options& options);
@@ -84,6 +87,7 @@ class CostModel {
 
  private:
   friend class Group;
+  void collect(ir::Model& model);
   const Options options_;
   std::vector<Item> items_;
   size_t unknownShapes_ = 0, unknownFlops_ = 0, functionCalls_ = 0;

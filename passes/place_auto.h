@@ -1,0 +1,60 @@
+// `place --auto N`: contiguous pipeline stages along the layers, chosen with
+// the stage cost model (analysis/stage_cost.h) so that the slowest stage is
+// as fast as it can be while every IPU fits its memory (docs/popart.md,
+// "Automatic stages").
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "analysis/selector.h"
+#include "analysis/stage_cost.h"
+#include "ir/ir.h"
+
+namespace graphrw::passes {
+
+enum class Balance { Compute, Memory, Both };
+
+struct AutoPlaceOptions {
+  size_t stages = 0;
+  std::vector<int64_t> ipus;  // per stage; empty: stage i on IPU i
+  uint64_t ipuMemory = 0;
+  stage_cost::Optimizer optimizer = stage_cost::Optimizer::None;
+  Balance balance = Balance::Both;
+  // Pins: the nodes each selector set matches go into its stage.
+  std::vector<std::pair<size_t, SelectorSet>> pins;
+  bool allowNoMatch = false;
+};
+
+struct AutoPlacement {
+  std::vector<size_t> stageOf;  // per main-graph node, in graph order
+  nlohmann::json report;        // per stage: layers, costs; the bottleneck
+};
+
+// The layer a node belongs to, from its name's scope: the path up to the
+// first indexed component ("/encoder/layer.3/attention/MatMul" ->
+// "/encoder/layer.3", "/layer1/layer1.0/conv1/Conv" -> "/layer1/layer1.0");
+// "" outside any (embeddings, heads). A Call's own name counts (outline names
+// it after its block); another node's last component is its own name, not a scope.
+std::string layerOf(const ir::Node& node);
+
+// One --stage or --pin selector text ("scope=/a/|op=Gemm": alternatives).
+nlohmann::json selectorsFromFlag(const std::string& text);
+// --pin STAGE=SEL... as the rule file's [{"stage": N, "select": SELECTORS}].
+nlohmann::json pinsFromFlags(const std::vector<std::string>& values);
+// The rule entry's auto, pin, ipu_memory, optimizer and balance; `stages`
+// (--stage) pin their stages too. Throws Error(Usage) naming the key.
+AutoPlaceOptions autoPlaceOptions(const nlohmann::json& entry, const std::vector<SelectorSet>& stages,
+                                  const std::vector<int64_t>& ipus, bool allowNoMatch,
+                                  const std::function<std::string(const std::string&)>& at, const std::string& pointer);
+
+// Throws Error(Usage) naming what cannot be done: fewer layers than stages,
+// pins that contiguous stages cannot honour, and when no placement fits,
+// how much each IPU misses in the placement that needs the least memory.
+AutoPlacement autoPlace(ir::Model& model, const AutoPlaceOptions& options);
+
+}  // namespace graphrw::passes
