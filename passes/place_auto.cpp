@@ -23,13 +23,6 @@ using stage_cost::humanBytes;
 
 namespace {
 
-// "layer.3", "layers_12", "h.0", "3": a numbered component.
-bool indexed(std::string_view c) {
-  size_t i = c.size();
-  while (i > 0 && std::isdigit(static_cast<unsigned char>(c[i - 1]))) --i;
-  if (i == c.size()) return false;
-  return i == 0 || c[i - 1] == '.' || c[i - 1] == '_';
-}
 
 // A run of nodes that goes into one stage whole: a layer, or the nodes
 // between layers (embeddings, a head), or (graphs without layers) a chunk of nodes.
@@ -89,7 +82,7 @@ class AutoRun {
   void makeUnits() {
     const size_t count = costs_.size();
     std::vector<std::string> layer(count);
-    for (size_t i = 0; i < count; ++i) layer[i] = layerOf(costs_.node(i));
+    for (size_t i = 0; i < count; ++i) layer[i] = stage_cost::layerOf(costs_.node(i));
     for (size_t a = 0; a < count;) {
       if (!layer[a].empty()) {
         ++a;
@@ -381,20 +374,6 @@ AutoPlaceOptions autoPlaceOptions(const nlohmann::json& entry, const std::vector
   return a;
 }
 
-std::string layerOf(const Node& node) {
-  const std::string& name = node.name();
-  // The components before the node's own name (a Call's name is its block's scope).
-  size_t stop = popart::isCall(node) ? name.size() : name.rfind('/');
-  if (stop == std::string::npos) return "";
-  for (size_t start = 0; start < stop;) {
-    size_t slash = name.find('/', start);
-    size_t end = std::min(slash == std::string::npos ? name.size() : slash, stop);
-    if (indexed(std::string_view(name).substr(start, end - start))) return name.substr(0, end);
-    if (slash == std::string::npos) break;
-    start = slash + 1;
-  }
-  return "";
-}
 
 AutoPlacement autoPlace(Model& model, const AutoPlaceOptions& options) { return AutoRun(model, options).run(); }
 

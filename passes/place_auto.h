@@ -35,13 +35,6 @@ struct AutoPlacement {
   nlohmann::json report;        // per stage: layers, costs; the bottleneck
 };
 
-// The layer a node belongs to, from its name's scope: the path up to the
-// first indexed component ("/encoder/layer.3/attention/MatMul" ->
-// "/encoder/layer.3", "/layer1/layer1.0/conv1/Conv" -> "/layer1/layer1.0");
-// "" outside any (embeddings, heads). A Call's own name counts (outline names
-// it after its block); another node's last component is its own name, not a scope.
-std::string layerOf(const ir::Node& node);
-
 // One --stage or --pin selector text ("scope=/a/|op=Gemm": alternatives).
 nlohmann::json selectorsFromFlag(const std::string& text);
 // --pin STAGE=SEL... as the rule file's [{"stage": N, "select": SELECTORS}].

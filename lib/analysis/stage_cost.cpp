@@ -1,13 +1,12 @@
 #include "analysis/stage_cost.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <map>
 #include <queue>
 #include <set>
-#include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -107,6 +106,35 @@ bool isFloating(int32_t type) {
 }
 
 }  // namespace
+
+namespace {
+
+// "layer.3", "layers_12", "h.0", "3": a numbered component. After '_' only
+// for a lowercase name: "Mul_1" is PyTorch numbering an op, not a module.
+bool indexed(std::string_view c) {
+  size_t i = c.size();
+  while (i > 0 && std::isdigit(static_cast<unsigned char>(c[i - 1]))) --i;
+  if (i == c.size()) return false;
+  if (i == 0 || c[i - 1] == '.') return true;
+  return c[i - 1] == '_' && std::islower(static_cast<unsigned char>(c[0]));
+}
+
+}  // namespace
+
+std::string layerOf(const Node& node) {
+  const std::string& name = node.name();
+  // The components before the node's own name (a Call's name is its block's scope).
+  size_t stop = popart::isCall(node) ? name.size() : name.rfind('/');
+  if (stop == std::string::npos) return "";
+  for (size_t start = 0; start < stop;) {
+    size_t slash = name.find('/', start);
+    size_t end = std::min(slash == std::string::npos ? name.size() : slash, stop);
+    if (indexed(std::string_view(name).substr(start, end - start))) return name.substr(0, end);
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return "";
+}
 
 std::optional<uint64_t> nodeFlops(const Node& n) {
   if (!isDefaultDomain(n.domain())) return 0;
@@ -302,28 +330,43 @@ Costs CostModel::Group::costs() const {
 
 namespace {
 
-// The costs of the items grouped by placement attribute `key` (-1: none); all in group 0 when key is null.
-std::map<int64_t, Costs> group(const CostModel& model, const char* key) {
+// The costs of the items grouped by placement attribute `key` (-1: none; all
+// in group 0 when key is null), and the layers each group holds, in order.
+struct Grouped {
+  Costs costs;
+  std::vector<std::string> layers;
+  std::set<int64_t> ipus;
+};
+
+std::map<int64_t, Grouped> group(const CostModel& model, const char* key) {
   std::map<int64_t, CostModel::Group> groups;
+  std::map<int64_t, std::vector<std::string>> layers;
+  std::map<int64_t, std::set<int64_t>> ipus;
   for (size_t i = 0; i < model.size(); ++i) {
     int64_t k = key ? popart::placementValue(model.node(i), key).value_or(-1) : 0;
     groups.try_emplace(k, model).first->second.add(i);
+    if (auto ipu = popart::placementValue(model.node(i), popart::kIpuNumber)) ipus[k].insert(*ipu);
+    auto& list = layers[k];
+    if (std::string layer = layerOf(model.node(i)); !layer.empty() && std::find(list.begin(), list.end(), layer) == list.end())
+      list.push_back(layer);
   }
-  std::map<int64_t, Costs> out;
+  std::map<int64_t, Grouped> out;
   if (!model.size()) out[0] = {};
-  for (const auto& [k, g] : groups) out[k] = g.costs();
+  for (const auto& [k, g] : groups) out[k] = {g.costs(), layers[k], ipus[k]};
   return out;
 }
 
 json entries(const CostModel& model, const char* key, const char* name, json& unplaced) {
   json list = json::array();
-  for (const auto& [k, c] : group(model, key)) {
+  for (const auto& [k, g] : group(model, key)) {
+    json e = g.costs.toJson();
+    e["layers"] = g.layers;
+    if (std::string(name) == "stage") e["ipus"] = g.ipus;
     if (k < 0) {
-      unplaced = c.toJson();
+      unplaced = e;
       continue;
     }
-    json e = {{name, k}};
-    e.update(c.toJson());
+    e[name] = k;
     list.push_back(e);
   }
   return list;
@@ -333,40 +376,6 @@ bool anyPlaced(const CostModel& model, const char* key) {
   for (size_t i = 0; i < model.size(); ++i)
     if (popart::placementValue(model.node(i), key)) return true;
   return false;
-}
-
-}  // namespace
-
-std::string humanBytes(uint64_t bytes) {
-  char buf[32];
-  if (bytes < 1024) return std::to_string(bytes) + " B";
-  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes) / 1024;
-  int u = 0;
-  while (v >= 1024 && u < 3) v /= 1024, ++u;
-  std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
-  return buf;
-}
-
-namespace {
-
-// FLOPs with an SI prefix: "393.2 K", "21.7 G".
-std::string si(uint64_t flops) {
-  char buf[32];
-  const char* prefixes[] = {"", " K", " M", " G", " T", " P"};
-  double v = static_cast<double>(flops);
-  int p = 0;
-  while (v >= 1000 && p < 5) v /= 1000, ++p;
-  std::snprintf(buf, sizeof buf, p ? "%.1f%s" : "%.0f%s", v, prefixes[p]);
-  return buf;
-}
-
-void row(std::ostringstream& os, const std::string& label, const json& e) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "  %-10s %7zu %12s %12s %12s %12s %10s\n", label.c_str(), e["nodes"].get<size_t>(),
-                humanBytes(e["weights"]).c_str(), humanBytes(e["optimizer_state"]).c_str(), humanBytes(e["activations"]).c_str(),
-                humanBytes(e["memory"]).c_str(), si(e["flops"]).c_str());
-  os << buf;
 }
 
 }  // namespace
@@ -412,40 +421,6 @@ json stageCosts(Model& model, const Options& options) {
   out["unknown_flops"] = costs.unknownFlops();
   out["function_calls"] = costs.functionCalls();
   return out;
-}
-
-std::string renderStageCosts(const json& costs) {
-  std::ostringstream os;
-  os << "Stage costs (" << (costs["training"].get<bool>() ? std::string("training, ") + costs["optimizer"].get<std::string>() : "inference");
-  if (costs.contains("ipu_memory")) os << "; " << humanBytes(costs["ipu_memory"]) << " per IPU";
-  os << "):\n";
-  char head[256];
-  std::snprintf(head, sizeof head, "  %-10s %7s %12s %12s %12s %12s %10s\n", "", "nodes", "weights", "optimizer", "activations",
-                "memory", "FLOPs");
-  os << head;
-  for (const auto& e : costs["stages"]) row(os, "stage " + std::to_string(e["stage"].get<int64_t>()), e);
-  for (const auto& e : costs["ipus"]) row(os, "ipu " + std::to_string(e["ipu"].get<int64_t>()), e);
-  if (costs.contains("unplaced")) row(os, "unplaced", costs["unplaced"]);
-  row(os, "total", costs["total"]);
-  for (const auto& e : costs["ipus"])
-    if (e.contains("fits") && !e["fits"].get<bool>())
-      os << "ipu " << e["ipu"].get<int64_t>() << " does not fit: " << humanBytes(e["missing"]) << " missing\n";
-  if (costs.contains("bottleneck")) {
-    const json& b = costs["bottleneck"];
-    std::string which = b.contains("stage") ? "stage " + std::to_string(b["stage"].get<int64_t>())
-                                            : "ipu " + std::to_string(b["ipu"].get<int64_t>());
-    char share[32];
-    std::snprintf(share, sizeof share, "%.0f%%", 100 * b["share"].get<double>());
-    os << "Bottleneck: " << which << " (" << share << " of the FLOPs)\n";
-  }
-  if (costs["function_calls"].get<size_t>())
-    os << costs["function_calls"].get<size_t>()
-       << " nodes call model-local functions, whose bodies are not costed: expand the model first (graphrw expand)\n";
-  if (costs["unknown_shapes"].get<size_t>())
-    os << costs["unknown_shapes"].get<size_t>() << " values have no static shape: counted as 0 bytes\n";
-  if (costs["unknown_flops"].get<size_t>())
-    os << costs["unknown_flops"].get<size_t>() << " MatMul/Gemm/Conv nodes have no static shapes: counted as 0 FLOPs\n";
-  return os.str();
 }
 
 }  // namespace graphrw::stage_cost

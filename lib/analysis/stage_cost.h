@@ -30,6 +30,13 @@ int stateTensorsPerWeight(Optimizer o);
 // MiB, GiB of 1024, B or nothing bytes. Throws Error(Usage) naming `what`.
 uint64_t parseBytes(const std::string& text, const std::string& what);
 
+// The layer a node belongs to, from its name's scope: the path up to the
+// first indexed component ("/encoder/layer.3/attention/MatMul" ->
+// "/encoder/layer.3", "/layer1/layer1.0/conv1/Conv" -> "/layer1/layer1.0");
+// "" outside any (embeddings, heads). A Call's own name counts (outline names
+// it after its block); another node's last component is its own name, not a scope.
+std::string layerOf(const ir::Node& node);
+
 // Bytes as people read them: "512 B", "1.5 KiB", "900.0 MiB".
 std::string humanBytes(uint64_t bytes);
 
@@ -101,7 +108,11 @@ class CostModel {
 //  "function_calls" (nodes calling model-local functions, not costed)}; each entry has
 // nodes, weights, optimizer_state, activations, memory and flops (bytes, FLOPs).
 nlohmann::json stageCosts(ir::Model& model, const Options& options);
-// The same as a table.
+// The same as a table, and the layers of each stage.
 std::string renderStageCosts(const nlohmann::json& costs);
+// The same as a picture (SVG): a column per stage (else IPU) with its memory
+// as stacked bars against the IPU's, its FLOPs (the bottleneck marked), and
+// the layers in it.
+std::string stageCostsSvg(const nlohmann::json& costs);
 
 }  // namespace graphrw::stage_cost

@@ -26,7 +26,7 @@ namespace graphrw::cli {
 
 Command addInspectCommand(CLI::App& app) {
   struct Args {
-    std::string input, optimizer = "none", ipuMemory;
+    std::string input, optimizer = "none", ipuMemory, svg;
     bool json = false, stages = false;
   };
   auto args = std::make_shared<Args>();
@@ -40,18 +40,20 @@ Command addInspectCommand(CLI::App& app) {
       ->check(CLI::IsMember({"none", "sgd", "momentum", "adam", "lamb"}))
       ->default_str("none");
   inspect->add_option("--ipu-memory", args->ipuMemory, "With --stages: memory per IPU (900MiB, 1.5GB, bytes); says which IPUs do not fit");
+  inspect->add_option("--svg", args->svg, "With --stages: also draw them into FILE (SVG): memory bars against the IPU's, FLOPs, layers");
   inspect->footer("\nExamples:\n  graphrw inspect model.onnx\n  graphrw inspect --json model.onnx | jq '.ops'\n"
                   "  graphrw expand model.onnx -o - | graphrw inspect -\n"
-                  "  graphrw inspect --stages --optimizer adam --ipu-memory 900MiB placed.onnx\n");
+                  "  graphrw inspect --stages --optimizer adam --ipu-memory 900MiB placed.onnx --svg stages.svg\n");
   return {inspect, [args] {
-            if (!args->stages && (args->optimizer != "none" || !args->ipuMemory.empty()))
-              usageError("inspect: --optimizer and --ipu-memory go with --stages");
+            if (!args->stages && (args->optimizer != "none" || !args->ipuMemory.empty() || !args->svg.empty()))
+              usageError("inspect: --optimizer, --ipu-memory and --svg go with --stages");
             stage_cost::Options costOptions;
             costOptions.optimizer = *stage_cost::parseOptimizer(args->optimizer);
             if (!args->ipuMemory.empty()) costOptions.ipuMemory = stage_cost::parseBytes(args->ipuMemory, "--ipu-memory");
             auto model = loadModel(args->input);
             if (args->stages) {
               auto costs = stage_cost::stageCosts(*model, costOptions);
+              if (!args->svg.empty()) writeText(args->svg, stage_cost::stageCostsSvg(costs));
               std::cout << (args->json ? costs.dump(2) + "\n" : stage_cost::renderStageCosts(costs));
               releaseAtExit(model);
               return 0;

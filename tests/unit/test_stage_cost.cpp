@@ -161,6 +161,22 @@ TEST_CASE("stage costs: sizes with units, and the CLI's --stages, --optimizer an
   CHECK_THAT(r.out, Catch::Contains("stage 1"));
   CHECK_THAT(r.out, Catch::Contains("ipu 0 does not fit: 20 B missing"));
   CHECK_THAT(r.out, Catch::Contains("Bottleneck: stage 0 (50% of the FLOPs)"));
+  CHECK(r.out.find("ipu 1 does not fit") == std::string::npos);  // 256 + 768 + 32 bytes
+  // The picture: well-formed SVG (Python's XML parser), every stage named, the bottleneck and the excess shown.
+  r = run(graphrwBin() + " inspect --stages --optimizer adam --ipu-memory 1100 " + m + " --svg '" + (dir / "s.svg").string() + "'");
+  REQUIRE(r.status == 0);
+  std::string svg = readFile(dir / "s.svg");
+  CHECK(run("/usr/bin/python3 -c \"import sys, xml.etree.ElementTree as E; "
+            "r = E.parse(sys.argv[1]).getroot(); sys.exit(r.tag != '{http://www.w3.org/2000/svg}svg')\" '" +
+            (dir / "s.svg").string() + "'")
+            .status == 0);
+  CHECK_THAT(svg, Catch::Contains(">stage 0 on IPU 0<"));
+  CHECK_THAT(svg, Catch::Contains(">stage 1 on IPU 1<"));
+  CHECK_THAT(svg, Catch::Contains("(bottleneck)"));
+  CHECK_THAT(svg, Catch::Contains(">20 B too much<"));
+  r = run(graphrwBin() + " inspect --svg '" + (dir / "t.svg").string() + "' " + m);
+  CHECK(r.status == 2);
+  CHECK_FALSE(std::filesystem::exists(dir / "t.svg"));
   r = run(graphrwBin() + " inspect --stages --json " + m);
   REQUIRE(r.status == 0);
   CHECK(json::parse(r.out)["total"]["weights"] == 512);
@@ -169,7 +185,7 @@ TEST_CASE("stage costs: sizes with units, and the CLI's --stages, --optimizer an
   CHECK_THAT(r.err, Catch::Contains("--ipu-memory: '9OOMB' is not a size"));
   r = run(graphrwBin() + " inspect --optimizer adam " + m);
   CHECK(r.status == 2);
-  CHECK_THAT(r.err, Catch::Contains("--optimizer and --ipu-memory go with --stages"));
+  CHECK_THAT(r.err, Catch::Contains("--optimizer, --ipu-memory and --svg go with --stages"));
   r = run(graphrwBin() + " inspect --stages --optimizer adagrad " + m);
   CHECK(r.status == 2);
 }
@@ -195,6 +211,9 @@ TEST_CASE("stage costs of a PyTorch BERT export placed on 3 IPUs: equal layers c
   REQUIRE(j["stages"].size() == 3);
   const json &s1 = j["stages"][1], &s2 = j["stages"][2];
   CHECK(s1["flops"].get<uint64_t>() > 0);
+  CHECK(j["stages"][0]["layers"] == json::array({"/layers.0"}));  // the embeddings are no layer
+  CHECK(s1["layers"] == json::array({"/layers.1"}));
+  CHECK(s2["ipus"] == json::array({2}));
   for (const char* field : {"nodes", "weights", "optimizer_state", "activations", "flops"}) {
     INFO(field);
     CHECK(s1[field] == s2[field]);
