@@ -427,8 +427,9 @@ const RegisterPass registration{PassSpec{
                      "the default)",
              .schema = {{"type", "string"}, {"enum", {"none", "sgd", "momentum", "adam", "lamb"}}}},
             {.key = "balance", .flags = "--balance", .kind = Kind::String,
-             .help = "With --auto: what the stages even out: compute (the slowest stage's FLOPs), memory (the "
-                     "fullest IPU) or both (the default: each stage's FLOPs and memory against an even share)",
+             .help = "With --auto: what the stages even out, every IPU within its memory: compute (the default: the "
+                     "slowest stage's FLOPs), memory (the fullest IPU) or both (each stage's FLOPs and memory "
+                     "against an even share)",
              .schema = {{"type", "string"}, {"enum", {"compute", "memory", "both"}}}},
         },
     .examples =

@@ -358,7 +358,7 @@ AutoPlaceOptions autoPlaceOptions(const nlohmann::json& entry, const std::vector
                std::to_string(a.stages) + " made (--auto)");
   a.ipuMemory = stage_cost::parseBytes(entry.value("ipu_memory", std::string("900MiB")), at(pointer + "/ipu_memory"));
   a.optimizer = *stage_cost::parseOptimizer(entry.value("optimizer", std::string("none")));
-  const std::string balance = entry.value("balance", std::string("both"));
+  const std::string balance = entry.value("balance", std::string("compute"));
   a.balance = balance == "compute" ? Balance::Compute : balance == "memory" ? Balance::Memory : Balance::Both;
   for (size_t i = 0; i < stages.size(); ++i) a.pins.emplace_back(i, stages[i]);
   if (entry.contains("pin"))

@@ -24,7 +24,7 @@ struct AutoPlaceOptions {
   std::vector<int64_t> ipus;  // per stage; empty: stage i on IPU i
   uint64_t ipuMemory = 0;
   stage_cost::Optimizer optimizer = stage_cost::Optimizer::None;
-  Balance balance = Balance::Both;
+  Balance balance = Balance::Compute;
   // Pins: the nodes each selector set matches go into its stage.
   std::vector<std::pair<size_t, SelectorSet>> pins;
   bool allowNoMatch = false;
