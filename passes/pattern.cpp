@@ -76,6 +76,16 @@ class PatternPass final : public Pass {
       if (!tally.first && tally.second)
         reportNoMatch("pattern", group + ": none of its " + std::to_string(tally.second) + " alternative rules matched",
                       options_.allowNoMatch);
+    // A later rule may have matched (and erased) what an earlier one made: fold
+    // only the made nodes still in the model, once (a freed address reused by
+    // a newer node is that node).
+    std::unordered_set<const Node*> made(created.begin(), created.end()), alive;
+    model.walkGraphs([&](Graph& g) {
+      for (const auto& n : g.nodes())
+        if (made.count(n.get())) alive.insert(n.get());
+    });
+    std::unordered_set<const Node*> seen;
+    std::erase_if(created, [&](const Node* n) { return !alive.count(n) || !seen.insert(n).second; });
     if (options_.fold) weights.fold(created);
     size_t pruned = pruneUnusedInitializers(rw, weights.pruneCandidates());
     context.matched = total;
