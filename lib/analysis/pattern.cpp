@@ -157,7 +157,6 @@ void Pattern::compile() {
   for (const auto& pn : match_.node()) c.outputSlots.emplace_back().assign(pn.output_size(), 0);
   for (int q = 0; q < match_.node_size(); ++q)
     for (int k = 0; k < match_.node(q).output_size(); ++k) c.outputSlots[static_cast<size_t>(q)][static_cast<size_t>(k)] = slot(match_.node(q).output(k));
-  c.inputSlots = c.formalSlots;
   for (const auto& o : match_.output()) c.resultSlots.push_back(c.slots.at(o));
 }
 
@@ -170,7 +169,7 @@ Pattern::Pattern(Pattern&&) noexcept = default;
 
 bool Pattern::complete(PatternMatch& b) const {
   const auto& c = *compiled_;
-  for (int s : c.inputSlots)
+  for (int s : c.formalSlots)
     if (!b.values[static_cast<size_t>(s)]) return false;
   for (int s : c.resultSlots)
     if (!b.values[static_cast<size_t>(s)]) return false;
@@ -194,7 +193,7 @@ bool Pattern::complete(PatternMatch& b) const {
   std::unordered_set<const Node*> members;
   for (const Node* m : b.nodes)
     if (m) members.insert(m);
-  for (int s : c.inputSlots)
+  for (int s : c.formalSlots)
     if (const Node* p = b.values[static_cast<size_t>(s)]->producer(); p && members.count(p)) return false;
   std::set<int> results(c.resultSlots.begin(), c.resultSlots.end());
   for (size_t p = 0; p < b.nodes.size(); ++p) {
@@ -330,7 +329,7 @@ std::vector<Node*> Pattern::apply(Model& model, Rewriter& rw, Graph& g, std::vec
     auto placement = popart::placementOf(*b.nodes.at(anchor_));
     std::string prefix = b.nodes.at(anchor_)->name().empty() ? rw.reserveNodeName(g, match_.name()) : b.nodes.at(anchor_)->name();
     std::vector<Value*> ins;
-    for (int s : compiled_->inputSlots) ins.push_back(b.values[static_cast<size_t>(s)]);
+    for (int s : compiled_->formalSlots) ins.push_back(b.values[static_cast<size_t>(s)]);
     std::vector<Value*> outs;
     for (int s : compiled_->resultSlots) outs.push_back(b.values[static_cast<size_t>(s)]);
     std::map<std::string, onnx::AttributeProto> values;

@@ -42,9 +42,9 @@ struct CompiledPattern {
   // A match's values by slot (PatternMatch::values): one slot per distinct
   // name, the formals' first, then each node's outputs.
   std::map<std::string, int> slots;
-  std::vector<int> formalSlots;               // per formal
+  std::vector<int> formalSlots;               // per formal (the match's inputs)
   std::vector<std::vector<int>> outputSlots;  // per node, per output
-  std::vector<int> inputSlots, resultSlots;   // the match's inputs and outputs
+  std::vector<int> resultSlots;               // the match's outputs
 };
 
 }  // namespace graphrw::pattern_detail
