@@ -27,11 +27,95 @@ int64_t intAttr(const onnx::NodeProto& n, const std::string& name) {
   return -1;
 }
 
-// The encoder layer of a node ("/bert/encoder/layer.7/..." -> 7), -1 outside the layers.
-int layerNumber(const std::string& name) {
-  auto at = name.find("/encoder/layer.");
+// The layer of a node ("/bert/encoder/layer.7/..." -> 7 for "/encoder/layer."), -1 outside the layers.
+int layerNumber(const std::string& name, const std::string& scope) {
+  auto at = name.find(scope);
   if (at == std::string::npos) return -1;
-  return std::stoi(name.substr(at + 15));
+  return std::stoi(name.substr(at + scope.size()));
+}
+
+// A 12-layer PyTorch training export with a tied head: legalized for
+// inference (Dropout removed, so ONNX Runtime's outputs are comparable),
+// placed with the costs of adam training on 5 stages over 4 IPUs, the first
+// stage's and the last stage's nodes pinned (the head shares IPU 0 with the
+// embedding it is tied to). Each IPU gets 3 layers; the stage costs add up
+// to the model's and are what inspect --stages finds on the output; the
+// output passes validate --target popart and computes what the input did.
+struct TiedExport {
+  std::string file, layerScope, firstPin, lastPin, tiedWeight;
+};
+
+void checkTwelveLayersOnFourIpus(const TiedExport& e) {
+  TempDir dir;
+  auto r = run(graphrwBin() + " -q legalize " + q(pytorch(e.file)) + " -o " + q(dir / "legal.onnx"));
+  REQUIRE(r.status == 0);
+  r = run(graphrwBin() + " -q place " + q(dir / "legal.onnx") + " --auto 5 --ipus 0,1,2,3,0 --pin '0=" + e.firstPin +
+          "' --pin '-1=" + e.lastPin + "' --optimizer adam --untie -o " + q(dir / "placed.onnx") + " --report " +
+          q(dir / "report.json"));
+  REQUIRE(r.status == 0);
+  auto placed = readProto(dir / "placed.onnx");
+  auto firstPin = SelectorSet::fromJson(passes::selectorsFromFlag(e.firstPin), [](const std::string& p) { return p; }, "");
+  auto lastPin = SelectorSet::fromJson(passes::selectorsFromFlag(e.lastPin), [](const std::string& p) { return p; }, "");
+  std::map<int64_t, std::set<int>> layersPerIpu;
+  auto loaded = loadModel((dir / "placed.onnx").string());
+  size_t pinnedFirst = 0, pinnedLast = 0;
+  for (const auto& n : loaded->graph().nodes()) {
+    INFO(n->name());
+    const auto* ipu = n->attribute("__ipu_number");
+    const auto* stage = n->attribute("__pipeline_stage");
+    REQUIRE(ipu);
+    REQUIRE(stage);
+    if (int layer = layerNumber(n->name(), e.layerScope); layer >= 0) layersPerIpu[ipu->proto().i()].insert(layer);
+    if (firstPin.matches(*n)) {
+      ++pinnedFirst;
+      CHECK(stage->proto().i() == 0);
+    }
+    if (lastPin.matches(*n)) {
+      ++pinnedLast;
+      CHECK(stage->proto().i() == 4);
+      CHECK(ipu->proto().i() == 0);
+    }
+  }
+  CHECK(pinnedFirst > 0);
+  CHECK(pinnedLast > 0);
+  REQUIRE(layersPerIpu.size() == 4);
+  std::set<int> all;
+  for (const auto& [ipu, layers] : layersPerIpu) {
+    INFO("IPU " << ipu);
+    CHECK(layers.size() == 3);
+    all.insert(layers.begin(), layers.end());
+  }
+  CHECK(all.size() == 12);
+  json report = json::parse(readFile(dir / "report.json"));
+  const json& stages = report["passes"][0]["auto"]["stages"];
+  REQUIRE(stages.size() == 5);
+  CHECK(report["passes"][0]["auto"]["units"] == "layers");
+  CHECK(report["passes"][0]["auto"]["unknown_shapes"] == 0);
+  r = run(graphrwBin() + " inspect --stages --json --optimizer adam " + q(dir / "placed.onnx"));
+  REQUIRE(r.status == 0);
+  json costs = json::parse(r.out);
+  uint64_t flops = 0, weights = 0;
+  for (size_t k = 0; k < stages.size(); ++k) {
+    INFO("stage " << k);
+    CHECK(costs["stages"][k]["flops"] == stages[k]["flops"]);
+    CHECK(costs["stages"][k]["memory"] == stages[k]["memory"]);
+    flops += stages[k]["flops"].get<uint64_t>();
+    weights += stages[k]["weights"].get<uint64_t>();
+  }
+  CHECK(costs["total"]["flops"] == flops);
+  // The tied weight is read by stage 0 (Gather) and stage 4 (the head): counted in both.
+  uint64_t initializers = 0, tied = 0;
+  for (const auto& init : loaded->graph().initializers()) {
+    initializers += init.tensor->storedBytes();
+    if (init.value->name() == e.tiedWeight) tied = init.tensor->storedBytes();
+  }
+  REQUIRE(tied > 0);
+  CHECK(weights == initializers + tied);
+  r = run(graphrwBin() + " validate --target popart " + q(dir / "placed.onnx"));
+  CHECK(r.status == 0);
+  // ONNX Runtime runs ai.graphcore's ops by their definitions (mapBack); placement changes no output.
+  auto before = loadModel((dir / "legal.onnx").string());
+  checkSameMaths(mapBack(*before), mapBack(*loaded), 1e-5, 40);
 }
 
 }  // namespace
@@ -63,64 +147,14 @@ g (float[2] x) => (float[2] y) {
 
 TEST_CASE("place --auto on a 12-layer PyTorch BERT MLM export: 4 IPUs, embedding and tied head on IPU 0, 3 layers each",
           "[place][auto][pytorch]") {
-  TempDir dir;
-  // Inference legalize (Dropout removed, so ONNX Runtime's outputs are comparable); the costs are training's (adam).
-  auto r = run(graphrwBin() + " -q legalize " + q(pytorch("bert-mlm-train-opset15.onnx")) + " -o " + q(dir / "legal.onnx"));
-  REQUIRE(r.status == 0);
-  r = run(graphrwBin() + " -q place " + q(dir / "legal.onnx") +
-          " --auto 5 --ipus 0,1,2,3,0 --pin '0=scope=/bert/embeddings/' --pin '-1=scope=/cls/' --optimizer adam --untie"
-          " -o " + q(dir / "placed.onnx") + " --report " + q(dir / "report.json"));
-  REQUIRE(r.status == 0);
-  auto placed = readProto(dir / "placed.onnx");
-  std::map<int64_t, std::set<int>> layersPerIpu;
-  for (const auto& n : placed.graph().node()) {
-    int64_t ipu = intAttr(n, "__ipu_number"), stage = intAttr(n, "__pipeline_stage");
-    REQUIRE(ipu >= 0);
-    REQUIRE(stage >= 0);
-    if (int layer = layerNumber(n.name()); layer >= 0) layersPerIpu[ipu].insert(layer);
-    if (n.name().rfind("/bert/embeddings/", 0) == 0) CHECK(stage == 0);
-    if (n.name().rfind("/cls/", 0) == 0) {
-      CHECK(stage == 4);
-      CHECK(ipu == 0);
-    }
-  }
-  REQUIRE(layersPerIpu.size() == 4);
-  for (const auto& [ipu, layers] : layersPerIpu) {
-    INFO("IPU " << ipu);
-    CHECK(layers.size() == 3);
-  }
-  json report = json::parse(readFile(dir / "report.json"));
-  const json& stages = report["passes"][0]["auto"]["stages"];
-  REQUIRE(stages.size() == 5);
-  CHECK(report["passes"][0]["auto"]["units"] == "layers");
-  CHECK(report["passes"][0]["auto"]["unknown_shapes"] == 0);
-  // The stage costs add up to the model's, and are what inspect --stages finds on the output.
-  r = run(graphrwBin() + " inspect --stages --json --optimizer adam " + q(dir / "placed.onnx"));
-  REQUIRE(r.status == 0);
-  json costs = json::parse(r.out);
-  uint64_t flops = 0, weights = 0;
-  for (size_t k = 0; k < stages.size(); ++k) {
-    INFO("stage " << k);
-    CHECK(costs["stages"][k]["flops"] == stages[k]["flops"]);
-    CHECK(costs["stages"][k]["memory"] == stages[k]["memory"]);
-    flops += stages[k]["flops"].get<uint64_t>();
-    weights += stages[k]["weights"].get<uint64_t>();
-  }
-  CHECK(costs["total"]["flops"] == flops);
-  uint64_t initializers = 0;
-  auto loaded = loadModel((dir / "placed.onnx").string());
-  for (const auto& init : loaded->graph().initializers()) initializers += init.tensor->storedBytes();
-  // The word embedding is read by stage 0 (Gather) and stage 4 (the tied decoder): counted in both.
-  uint64_t tied = 0;
-  for (const auto& init : loaded->graph().initializers())
-    if (init.value->name() == "bert.embeddings.word_embeddings.weight") tied = init.tensor->storedBytes();
-  REQUIRE(tied > 0);
-  CHECK(weights == initializers + tied);
-  r = run(graphrwBin() + " validate --target popart " + q(dir / "placed.onnx"));
-  CHECK(r.status == 0);
-  // ONNX Runtime runs ai.graphcore's ops by their definitions (mapBack); placement changes no output.
-  auto before = loadModel((dir / "legal.onnx").string());
-  checkSameMaths(mapBack(*before), mapBack(*loaded), 1e-5, 40);
+  checkTwelveLayersOnFourIpus({"bert-mlm-train-opset15.onnx", "/encoder/layer.", "scope=/bert/embeddings/", "scope=/cls/",
+                               "bert.embeddings.word_embeddings.weight"});
+}
+
+TEST_CASE("place --auto on a 12-layer PyTorch GPT-2 LM export: 4 IPUs, embeddings and tied head on IPU 0, 3 layers each",
+          "[place][auto][pytorch]") {
+  checkTwelveLayersOnFourIpus({"gpt2-lm-train-opset15.onnx", "/transformer/h.", "scope=/transformer/wte/|scope=/transformer/wpe/",
+                               "scope=/transformer/ln_f/|scope=/lm_head/", "transformer.wte.weight"});
 }
 
 TEST_CASE("place --auto: the split a user would write by hand, byte for byte, and a stage pinned by --stage", "[place][auto]") {
@@ -190,4 +224,42 @@ TEST_CASE("place --auto: what cannot be done says why, and how much memory is mi
   r = run(place + "--auto 2 --ipus 0,0 --ipu-memory 40KiB");
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("the IPUs holding several do not: IPU 0 needs"));
+}
+
+TEST_CASE("place --auto: with fewer layers than stages, stages are cut between nodes", "[place][auto]") {
+  // Six equal MatMuls; the first three named into layer 0 and the rest into
+  // layer 1: two layers for three stages, so the units are the nodes.
+  auto model = loadModel(parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[4,8] x) => (float[4,8] y) <float[8,8] w = {1,0,0,0,0,0,0,0, 0,1,0,0,0,0,0,0, 0,0,1,0,0,0,0,0, 0,0,0,1,0,0,0,0,
+                                                0,0,0,0,1,0,0,0, 0,0,0,0,0,1,0,0, 0,0,0,0,0,0,1,0, 0,0,0,0,0,0,0,1}> {
+  a = MatMul (x, w)
+  b = MatMul (a, w)
+  c = MatMul (b, w)
+  d = MatMul (c, w)
+  e = MatMul (d, w)
+  y = MatMul (e, w)
+}
+)"));
+  size_t i = 0;
+  for (const auto& n : model->graph().nodes()) {
+    ir::Rewriter rw(*model);
+    rw.renameNode(n.get(), std::string(i < 3 ? "/layers.0/" : "/layers.1/") + "MatMul_" + std::to_string(i));
+    ++i;
+  }
+  passes::AutoPlaceOptions options;
+  options.stages = 3;
+  options.ipuMemory = 1 << 20;
+  auto placed = passes::autoPlace(*model, options);
+  CHECK(placed.stageOf == std::vector<size_t>{0, 0, 1, 1, 2, 2});
+  CHECK(placed.report["units"] == "nodes");
+  for (size_t k = 0; k < 3; ++k) {
+    INFO("stage " << k);
+    CHECK(placed.report["stages"][k]["flops"] == 2 * 2 * 4 * 8 * 8);  // two MatMuls of 4x8x8 multiply-adds
+  }
+  // With as many layers as stages, the layers are the units.
+  options.stages = 2;
+  placed = passes::autoPlace(*model, options);
+  CHECK(placed.stageOf == std::vector<size_t>{0, 0, 0, 1, 1, 1});
+  CHECK(placed.report["units"] == "layers");
 }

@@ -15,9 +15,15 @@ Dropout is in training mode, BatchNormalization computes batch statistics.
   gpt-train-opset15.onnx        GPT-style decoder with position embeddings and an
                                 LM head tied to the word embedding (no bias).
   resnet-train-opset15.onnx     export.py's small ResNet, batch norm in training mode.
+  gpt2-lm-train-opset15.onnx    GPT-2-style LM with Hugging Face's module names
+                                (transformer.wte, transformer.h.N, lm_head tied to
+                                wte), 12 pre-LayerNorm decoder layers; seeds itself,
+                                so `export_training.py gpt2-lm-train-opset15.onnx`
+                                writes only it, the same bytes.
 Static shapes (batch 2, sequence 8), as IPU training uses.
 """
 import os
+import sys
 
 import torch
 from torch import nn
@@ -113,6 +119,49 @@ class GptLm(nn.Module):
         return self.lm_head(self.gpt(ids))
 
 
+class Gpt2Block(nn.Module):
+    """Hugging Face GPT2Block's names and order: pre-LayerNorm attention and MLP."""
+
+    def __init__(self, hidden):
+        super().__init__()
+        self.ln_1, self.ln_2 = nn.LayerNorm(hidden), nn.LayerNorm(hidden)
+        self.attn = base.Attention(hidden, 2, True)
+        self.mlp = nn.Sequential(nn.Linear(hidden, 4 * hidden), nn.GELU(approximate="tanh"), nn.Linear(4 * hidden, hidden))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class Gpt2Model(nn.Module):
+    def __init__(self, vocab, hidden, layers):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, hidden), nn.Embedding(64, hidden)
+        self.drop = nn.Dropout(0.1)
+        self.h = nn.ModuleList(Gpt2Block(hidden) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(hidden)
+
+    def forward(self, ids):
+        pos = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
+        x = self.drop(self.wte(ids) + self.wpe(pos))
+        for block in self.h:
+            x = block(x)
+        return self.ln_f(x)
+
+
+class Gpt2Lm(nn.Module):
+    """Hugging Face GPT2LMHeadModel's names: transformer.*, lm_head tied to transformer.wte."""
+
+    def __init__(self, vocab=50, hidden=16, layers=12):
+        super().__init__()
+        self.transformer = Gpt2Model(vocab, hidden, layers)
+        self.lm_head = nn.Linear(hidden, vocab, bias=False)
+        self.lm_head.weight = self.transformer.wte.weight  # tied
+
+    def forward(self, ids):
+        return self.lm_head(self.transformer(ids))
+
+
 def export(model, args, inputs, name, opset=15, **extra):
     path = os.path.join(HERE, name)
     model.train()
@@ -121,7 +170,15 @@ def export(model, args, inputs, name, opset=15, **extra):
     print(path, os.path.getsize(path))
 
 
+def gpt2():
+    torch.manual_seed(2)
+    ids = torch.randint(0, 50, (2, 8))
+    export(Gpt2Lm(), (ids,), ["input_ids"], "gpt2-lm-train-opset15.onnx")
+
+
 def main():
+    if sys.argv[1:] == ["gpt2-lm-train-opset15.onnx"]:
+        return gpt2()
     ids = torch.randint(0, 50, (2, 8))
     mask = torch.ones(2, 8, dtype=torch.int64)
     image = torch.randn(2, 3, 16, 16)
@@ -136,6 +193,7 @@ def main():
     resnet = base.ResNet()
     base.randomize_bn(resnet)
     export(resnet, (image,), ["pixels"], "resnet-train-opset15.onnx")
+    gpt2()
 
 
 if __name__ == "__main__":
