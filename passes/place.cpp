@@ -431,6 +431,15 @@ const RegisterPass registration{PassSpec{
                      "slowest stage's FLOPs), memory (the fullest IPU) or both (each stage's FLOPs and memory "
                      "against an even share)",
              .schema = {{"type", "string"}, {"enum", {"compute", "memory", "both"}}}},
+            {.key = "batch", .flags = "--batch", .kind = Kind::Integer,
+             .help = "With --auto: the micro-batch size to cost (default: the model's); activations and FLOPs that "
+                     "depend on the inputs scale with it, a symbolic batch dimension is set to it",
+             .schema = {{"type", "integer"}, {"minimum", 1}, {"maximum", 1 << 20}}},
+            {.key = "costs", .flags = "--costs", .kind = Kind::String,
+             .help = "With --auto: a calibration of the cost model (docs/popart.md, \"Calibrating the cost model\"): "
+                     "a JSON file of {\"reserve\": SIZE, \"ops\": {OP: {\"flops_scale\", \"flops_per_element\", "
+                     "\"activation_scale\"}}}, or in a rule file that object itself",
+             .schema = {{"oneOf", {{{"type", "string"}, {"minLength", 1}}, stage_cost::calibrationSchema()}}}},
         },
     .examples =
         {
@@ -450,10 +459,10 @@ const RegisterPass registration{PassSpec{
       o.allowNoMatch = entry.at("allow_no_match").get<bool>();
       o.untie = entry.at("untie").get<bool>();
       if (entry.contains("auto")) {
-        o.autoPlace = autoPlaceOptions(entry, o.stages, o.ipus, o.allowNoMatch, at, pointer);
+        o.autoPlace = autoPlaceOptions(entry, o.stages, o.ipus, o.allowNoMatch, at, pointer, where.baseDir());
         return createPlacePass(std::move(o));
       }
-      for (const char* key : {"pin", "ipu_memory", "optimizer", "balance"})
+      for (const char* key : {"pin", "ipu_memory", "optimizer", "balance", "batch", "costs"})
         if (entry.contains(key)) usageError(where.at(pointer + "/" + key) + ": goes with auto (--auto N)");
       if (o.stages.empty() && o.ipus.size() > 1)
         usageError(where.at(pointer + "/ipus") + ": without stages, give one IPU (every op goes there)");

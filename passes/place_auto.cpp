@@ -40,7 +40,11 @@ struct Best {
 
 class AutoRun {
  public:
-  AutoRun(Model& model, const AutoPlaceOptions& o) : o_(o), costs_(model, {o.optimizer, std::nullopt}) {}
+  AutoRun(Model& model, const AutoPlaceOptions& o)
+      : o_(o), costs_(model, {o.optimizer, std::nullopt, o.batch, o.calibration}), capacity_(o.ipuMemory > o.calibration.reserve ? o.ipuMemory - o.calibration.reserve : 1) {
+    for (const auto& op : costs_.unmatchedOps())
+      reportNoMatch("place", "costs: the calibration's op '" + op + "' is not in the model", o.allowNoMatch);
+  }
 
   AutoPlacement run() {
     makeUnits();
@@ -54,11 +58,18 @@ class AutoRun {
     for (size_t i = 0; i < costs_.size(); ++i) whole.add(i);
     Costs all = whole.costs();
     std::set<int64_t> ipus;
-    for (size_t k = 0; k < n; ++k) ipus.insert(ipuOf(k));
+    std::vector<std::set<int64_t>> stageIpus;
+    for (size_t k = 0; k < n; ++k) {
+      ipus.insert(ipuOf(k));
+      stageIpus.push_back({ipuOf(k)});
+    }
+    // Training: each stage holds the activations of as many micro-batches as its stash depth.
+    for (size_t k = 0; k < n; ++k)
+      stash_.push_back(o_.optimizer == stage_cost::Optimizer::None ? 1 : stage_cost::stashDepth(k, stageIpus));
     flopsUnit_ = std::max(1.0, static_cast<double>(all.flops) / static_cast<double>(ipus.size()));
     memoryUnit_ = std::max(1.0, static_cast<double>(all.memory()) / static_cast<double>(ipus.size()));
     std::vector<Costs> extra(n);
-    auto cuts = partition(o_.balance, o_.ipuMemory, extra);
+    auto cuts = partition(o_.balance, capacity_, extra);
     if (cuts.empty()) {
       auto leanest = partition(Balance::Memory, 0, extra);
       if (leanest.empty())
@@ -165,12 +176,12 @@ class AutoRun {
           pin = unit.pin;
         }
         for (size_t item = unit.begin; item < unit.end; ++item) stage.add(item);
-        const Costs c = stage.costs();
-        if (limit && c.memory() > limit) break;  // growing a stage never makes it smaller
+        // Growing a stage never makes it smaller; a stash depth of 1 is the least any stage has.
+        if (limit && stage.costs(1).memory() > limit) break;
         for (size_t k = 0; k < n; ++k) {
           const Best& before = best[k][i];
           if (!before.ok || (pin && *pin != k) || u - j < n - k - 1) continue;
-          const Costs onIpu = plus(c, extra[k]);  // with the other stages its IPU holds
+          const Costs onIpu = plus(stage.costs(stash_[k]), extra[k]);  // with the other stages its IPU holds
           if (limit && onIpu.memory() > limit) continue;
           auto [primary, secondary] = score(onIpu, balance);
           double p = std::max(before.primary, primary), s = std::max(before.secondary, secondary);
@@ -198,7 +209,8 @@ class AutoRun {
     return a;
   }
 
-  // Per IPU, the costs of the stages it holds (a weight read by two of them counts once).
+  // Per IPU, the costs of the stages it holds (a weight read by two of them
+  // counts once; activations are each stage's, with its stash depth).
   std::map<int64_t, Costs> ipuCosts(const std::vector<size_t>& cuts) const {
     std::map<int64_t, CostModel::Group> groups;
     for (size_t k = 0; k + 1 < cuts.size(); ++k) {
@@ -207,7 +219,12 @@ class AutoRun {
         for (size_t item = units_[x].begin; item < units_[x].end; ++item) group.add(item);
     }
     std::map<int64_t, Costs> out;
-    for (const auto& [ipu, group] : groups) out[ipu] = group.costs();
+    for (const auto& [ipu, group] : groups) {
+      out[ipu] = group.costs();
+      out[ipu].activations = 0;
+    }
+    auto perStage = stageCosts(cuts);
+    for (size_t k = 0; k < perStage.size(); ++k) out[ipuOf(k)].activations += perStage[k].activations;
     return out;
   }
 
@@ -221,7 +238,7 @@ class AutoRun {
       bool fits = true;
       for (const auto& [ipu, costs] : ipuCosts(c)) {
         worst = std::max(worst, score(costs, o_.balance));
-        fits &= costs.memory() <= o_.ipuMemory;
+        fits &= costs.memory() <= capacity_;
       }
       return std::pair{!fits, worst};
     };
@@ -233,7 +250,7 @@ class AutoRun {
       for (size_t k = 0; k < perStage.size(); ++k)
         for (size_t other = 0; other < perStage.size(); ++other)
           if (other != k && ipuOf(other) == ipuOf(k)) extra[k] = plus(extra[k], perStage[other]);
-      auto next = partition(o_.balance, o_.ipuMemory, extra);
+      auto next = partition(o_.balance, capacity_, extra);
       if (next.empty() || next == cuts) break;
       cuts = next;
       if (auto v = value(cuts); v < bestValue) {
@@ -250,19 +267,26 @@ class AutoRun {
       CostModel::Group stage(costs_);
       for (size_t x = cuts[k]; x < cuts[k + 1]; ++x)
         for (size_t item = units_[x].begin; item < units_[x].end; ++item) stage.add(item);
-      out.push_back(stage.costs());
+      out.push_back(stage.costs(stash_[k]));
     }
     return out;
+  }
+
+  // The memory left for the model's tensors on one IPU.
+  std::string capacityText() const {
+    if (!o_.calibration.reserve) return humanBytes(capacity_);
+    return humanBytes(capacity_) + " (" + humanBytes(o_.ipuMemory) + " less the " + humanBytes(o_.calibration.reserve) +
+           " reserve)";
   }
 
   [[noreturn]] void notFitting(const std::vector<Costs>& costs, const std::string& what) const {
     std::string missing;
     for (size_t k = 0; k < costs.size(); ++k) {
-      if (costs[k].memory() <= o_.ipuMemory) continue;
+      if (costs[k].memory() <= capacity_) continue;
       missing += (missing.empty() ? "" : "; ") + what + " " + std::to_string(k) + " needs " + humanBytes(costs[k].memory()) +
-                 " (" + humanBytes(costs[k].memory() - o_.ipuMemory) + " missing)";
+                 " (" + humanBytes(costs[k].memory() - capacity_) + " missing)";
     }
-    usageError("place --auto " + std::to_string(o_.stages) + ": no placement fits " + humanBytes(o_.ipuMemory) +
+    usageError("place --auto " + std::to_string(o_.stages) + ": no placement fits " + capacityText() +
                " per IPU; the one needing the least memory: " + missing);
   }
 
@@ -270,11 +294,11 @@ class AutoRun {
   void checkSharedIpus(const std::vector<size_t>& cuts) const {
     std::string missing;
     for (const auto& [ipu, costs] : ipuCosts(cuts))
-      if (costs.memory() > o_.ipuMemory)
+      if (costs.memory() > capacity_)
         missing += (missing.empty() ? "" : "; ") + std::string("IPU ") + std::to_string(ipu) + " needs " +
-                   humanBytes(costs.memory()) + " (" + humanBytes(costs.memory() - o_.ipuMemory) + " missing)";
+                   humanBytes(costs.memory()) + " (" + humanBytes(costs.memory() - capacity_) + " missing)";
     if (!missing.empty())
-      usageError("place --auto " + std::to_string(o_.stages) + ": the stages fit " + humanBytes(o_.ipuMemory) +
+      usageError("place --auto " + std::to_string(o_.stages) + ": the stages fit " + capacityText() +
                  " each, but the IPUs holding several do not: " + missing);
   }
 
@@ -287,7 +311,7 @@ class AutoRun {
     for (size_t k = 0; k < perStage.size(); ++k) {
       for (size_t x = cuts[k]; x < cuts[k + 1]; ++x)
         for (size_t item = units_[x].begin; item < units_[x].end; ++item) out.stageOf[item] = k;
-      nlohmann::json e = {{"stage", k}, {"ipu", ipuOf(k)}, {"first", units_[cuts[k]].label},
+      nlohmann::json e = {{"stage", k}, {"ipu", ipuOf(k)}, {"stash", stash_[k]}, {"first", units_[cuts[k]].label},
                           {"last", units_[cuts[k + 1] - 1].label}, {"units", cuts[k + 1] - cuts[k]}};
       e.update(perStage[k].toJson());
       stages.push_back(e);
@@ -298,17 +322,25 @@ class AutoRun {
                   {"units", byLayers_ ? "layers" : "nodes"},
                   {"ipu_memory", o_.ipuMemory},
                   {"optimizer", stage_cost::optimizerName(o_.optimizer)},
+                  {"reserve", o_.calibration.reserve},
                   {"bottleneck", {{"stage", slowest},
                                   {"flops", perStage[slowest].flops},
                                   {"share", total ? static_cast<double>(perStage[slowest].flops) / static_cast<double>(total) : 0.0}}},
                   {"unknown_shapes", costs_.unknownShapes()}};
+    if (o_.batch) {
+      out.report["batch"] = *o_.batch;
+      out.report["model_batch"] = costs_.modelBatchSymbol().empty() ? nlohmann::json(costs_.modelBatch())
+                                                                    : nlohmann::json(costs_.modelBatchSymbol());
+    }
     return out;
   }
 
   static constexpr size_t kMaxUnits = 2048;
   const AutoPlaceOptions& o_;
   CostModel costs_;
+  const uint64_t capacity_;  // ipu_memory less the calibration's reserve
   std::vector<Unit> units_;
+  std::vector<uint64_t> stash_;  // per stage: its stash depth (1 in inference)
   bool byLayers_ = true;
   double flopsUnit_ = 1, memoryUnit_ = 1;
 };
@@ -346,7 +378,8 @@ nlohmann::json pinsFromFlags(const std::vector<std::string>& values) {
 
 AutoPlaceOptions autoPlaceOptions(const nlohmann::json& entry, const std::vector<SelectorSet>& stages,
                                   const std::vector<int64_t>& ipus, bool allowNoMatch,
-                                  const std::function<std::string(const std::string&)>& at, const std::string& pointer) {
+                                  const std::function<std::string(const std::string&)>& at, const std::string& pointer,
+                                  const std::filesystem::path& baseDir) {
   AutoPlaceOptions a;
   a.stages = entry["auto"].get<size_t>();
   a.ipus = ipus;
@@ -360,6 +393,11 @@ AutoPlaceOptions autoPlaceOptions(const nlohmann::json& entry, const std::vector
   a.optimizer = *stage_cost::parseOptimizer(entry.value("optimizer", std::string("none")));
   const std::string balance = entry.value("balance", std::string("compute"));
   a.balance = balance == "compute" ? Balance::Compute : balance == "memory" ? Balance::Memory : Balance::Both;
+  if (entry.contains("batch")) a.batch = entry["batch"].get<int64_t>();
+  if (entry.contains("costs")) a.calibration = calibrationFrom(entry["costs"], at(pointer + "/costs"), baseDir);
+  if (a.calibration.reserve >= a.ipuMemory)
+    usageError(at(pointer + "/costs") + ": the reserve (" + humanBytes(a.calibration.reserve) + ") leaves nothing of " +
+               humanBytes(a.ipuMemory) + " per IPU");
   for (size_t i = 0; i < stages.size(); ++i) a.pins.emplace_back(i, stages[i]);
   if (entry.contains("pin"))
     for (size_t k = 0; k < entry["pin"].size(); ++k) {
@@ -374,6 +412,13 @@ AutoPlaceOptions autoPlaceOptions(const nlohmann::json& entry, const std::vector
   return a;
 }
 
+
+stage_cost::Calibration calibrationFrom(const nlohmann::json& costs, const std::string& what,
+                                        const std::filesystem::path& baseDir) {
+  if (!costs.is_string()) return stage_cost::parseCalibration(costs, what);
+  std::filesystem::path file = costs.get<std::string>();
+  return stage_cost::loadCalibration(file.is_relative() ? baseDir / file : file, what);
+}
 
 AutoPlacement autoPlace(Model& model, const AutoPlaceOptions& options) { return AutoRun(model, options).run(); }
 

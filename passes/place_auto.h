@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,8 @@ struct AutoPlaceOptions {
   uint64_t ipuMemory = 0;
   stage_cost::Optimizer optimizer = stage_cost::Optimizer::None;
   Balance balance = Balance::Compute;
+  std::optional<int64_t> batch;       // stage_cost::Options::batch
+  stage_cost::Calibration calibration;
   // Pins: the nodes each selector set matches go into its stage.
   std::vector<std::pair<size_t, SelectorSet>> pins;
   bool allowNoMatch = false;
@@ -39,11 +43,16 @@ struct AutoPlacement {
 nlohmann::json selectorsFromFlag(const std::string& text);
 // --pin STAGE=SEL... as the rule file's [{"stage": N, "select": SELECTORS}].
 nlohmann::json pinsFromFlags(const std::vector<std::string>& values);
-// The rule entry's auto, pin, ipu_memory, optimizer and balance; `stages`
-// (--stage) pin their stages too. Throws Error(Usage) naming the key.
+// The rule entry's auto, pin, ipu_memory, optimizer, balance, batch and costs
+// (a calibration, or a file of one read from `baseDir`); `stages` (--stage)
+// pin their stages too. Throws Error(Usage) naming the key.
 AutoPlaceOptions autoPlaceOptions(const nlohmann::json& entry, const std::vector<SelectorSet>& stages,
                                   const std::vector<int64_t>& ipus, bool allowNoMatch,
-                                  const std::function<std::string(const std::string&)>& at, const std::string& pointer);
+                                  const std::function<std::string(const std::string&)>& at, const std::string& pointer,
+                                  const std::filesystem::path& baseDir);
+// A "costs" value: a calibration object, or the name of a JSON file holding one.
+stage_cost::Calibration calibrationFrom(const nlohmann::json& costs, const std::string& what,
+                                        const std::filesystem::path& baseDir);
 
 // Throws Error(Usage) naming what cannot be done: fewer layers than stages,
 // pins that contiguous stages cannot honour, and when no placement fits,

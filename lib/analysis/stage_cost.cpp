@@ -22,61 +22,6 @@ namespace graphrw::stage_cost {
 using namespace ir;
 using json = nlohmann::json;
 
-std::optional<Optimizer> parseOptimizer(const std::string& name) {
-  static const std::map<std::string, Optimizer> names = {{"none", Optimizer::None},
-                                                         {"sgd", Optimizer::Sgd},
-                                                         {"momentum", Optimizer::Momentum},
-                                                         {"adam", Optimizer::Adam},
-                                                         {"lamb", Optimizer::Lamb}};
-  auto it = names.find(name);
-  if (it == names.end()) return std::nullopt;
-  return it->second;
-}
-
-const char* optimizerName(Optimizer o) {
-  switch (o) {
-    case Optimizer::Sgd: return "sgd";
-    case Optimizer::Momentum: return "momentum";
-    case Optimizer::Adam: return "adam";
-    case Optimizer::Lamb: return "lamb";
-    case Optimizer::None: break;
-  }
-  return "none";
-}
-
-int stateTensorsPerWeight(Optimizer o) {
-  switch (o) {
-    case Optimizer::Sgd: return 1;
-    case Optimizer::Momentum: return 2;
-    case Optimizer::Adam:
-    case Optimizer::Lamb: return 3;
-    case Optimizer::None: break;
-  }
-  return 0;
-}
-
-uint64_t parseBytes(const std::string& text, const std::string& what) {
-  auto bad = [&]() -> uint64_t {
-    usageError(what + ": '" + text + "' is not a size (a number of bytes, or with KB, MB, GB, KiB, MiB or GiB)");
-  };
-  size_t end = 0;
-  double number = 0;
-  try {
-    number = std::stod(text, &end);
-  } catch (const std::exception&) {
-    return bad();
-  }
-  static const std::map<std::string, double> units = {{"", 1},         {"B", 1},           {"KB", 1e3},
-                                                      {"MB", 1e6},     {"GB", 1e9},        {"KiB", 1024.0},
-                                                      {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
-  auto unit = units.find(text.substr(end));
-  if (unit == units.end() || !(number > 0) || !std::isfinite(number) || !std::isdigit(static_cast<unsigned char>(text[0])))
-    return bad();
-  double bytes = std::round(number * unit->second);
-  if (bytes < 1 || bytes > 9.0e18) return bad();
-  return static_cast<uint64_t>(bytes);
-}
-
 namespace {
 
 uint64_t product(const std::vector<int64_t>& dims) {
@@ -181,6 +126,38 @@ struct Item {
   bool checkpoint = false, recomputed = false;
 };
 
+namespace {
+
+// The main graph's first input that is not an initializer and has a leading dimension.
+const ValueInfo* firstBatchedInput(const Graph& g) {
+  for (const auto& in : g.inputs())
+    if (!in.value->isInitializer() && in.value->type() && in.value->type()->has_tensor_type() &&
+        in.value->type()->tensor_type().has_shape() && in.value->type()->tensor_type().shape().dim_size() > 0)
+      return &in;
+  return nullptr;
+}
+
+// The values that depend on the model's batched inputs: what they feed,
+// through subgraphs too, but not a shape read from them (Shape, Size) nor
+// what is computed from such shapes alone.
+void markBatched(const Graph& g, std::unordered_set<const Value*>& batched) {
+  for (const auto& n : g.nodes()) {
+    bool reads = std::any_of(n->inputs().begin(), n->inputs().end(), [&](const Value* v) { return v && batched.count(v); });
+    bool yields = false;
+    n->forEachSubgraph([&](const Graph& sub) {
+      if (reads)  // loop-carried state and scanned inputs follow the node's
+        for (const auto& in : sub.inputs()) batched.insert(in.value);
+      markBatched(sub, batched);
+      for (const auto& out : sub.outputs()) yields |= batched.count(out.value) > 0;
+    });
+    if (!(reads || yields) || (isDefaultDomain(n->domain()) && (n->opType() == "Shape" || n->opType() == "Size"))) continue;
+    for (const Value* v : n->outputs())
+      if (v) batched.insert(v);
+  }
+}
+
+}  // namespace
+
 CostModel::CostModel(Model& model, const Options& options) : options_(options) {
   // Types whose shapes are not static (an export's value_info kept,
   // "float[1,?,16]") are inferred again from the static ones around them, and
@@ -188,8 +165,9 @@ CostModel::CostModel(Model& model, const Options& options) : options_(options) {
   // (Reshape's shape), then ONNX's whole-model inference. The model gets its
   // own types back once the costs are read (restore below): costing changes nothing.
   Rewriter rw(model);
-  std::vector<std::pair<Value*, onnx::TypeProto>> replaced;
+  std::vector<std::pair<Value*, onnx::TypeProto>> replaced, declared;
   std::vector<std::pair<Graph*, Value*>> untyped;
+  if (options.batch) declared = setBatch(rw);
   model.graph().walkGraphs([&](Graph& g) {
     for (const auto& v : g.values()) {
       if (!v->type()) {
@@ -202,14 +180,82 @@ CostModel::CostModel(Model& model, const Options& options) : options_(options) {
   });
   inferInOrder(rw);
   inferMissingTypes(rw);
+  if (options.batch) {
+    for (const auto& in : model.graph().inputs()) {
+      const auto* type = in.value->type();
+      if (in.value->isInitializer() || !type || !type->has_tensor_type() || !type->tensor_type().has_shape()) continue;
+      const auto& shape = type->tensor_type().shape();
+      if (shape.dim_size() > 0 && shape.dim(0).has_dim_value() && shape.dim(0).dim_value() == modelBatch_)
+        batched_.insert(in.value);
+    }
+    markBatched(model.graph(), batched_);
+  }
   collect(model);
   for (auto& [v, type] : replaced) rw.setType(v, std::move(type));
+  for (auto& [v, type] : declared) rw.declareType(model.graph(), v, std::move(type));
   // (A graph input or output declared without a type keeps the one found.)
   for (auto [g, v] : untyped)
     if (v->type()) {
       rw.forgetType(v);
       rw.removeValueInfo(*g, v);  // may erase v (nothing reads or makes it)
     }
+}
+
+// With Options::batch, the model's batch is its first input's leading
+// dimension; when that is symbolic, every input whose leading dimension is the
+// same symbol is declared with the batch asked for, until the costs are read.
+// Returns the declarations replaced.
+std::vector<std::pair<Value*, onnx::TypeProto>> CostModel::setBatch(Rewriter& rw) {
+  const int64_t batch = *options_.batch;
+  Graph& g = rw.model().graph();
+  const ValueInfo* first = firstBatchedInput(g);
+  if (!first)
+    usageError("--batch " + std::to_string(batch) + ": the model has no input with a leading (batch) dimension");
+  const auto leading = first->value->type()->tensor_type().shape().dim(0);
+  std::vector<std::pair<Value*, onnx::TypeProto>> declared;
+  if (leading.has_dim_value() && leading.dim_value() > 0) {
+    modelBatch_ = leading.dim_value();
+    return declared;
+  }
+  modelBatch_ = batch;
+  modelBatchSymbol_ = leading.dim_param().empty() ? "?" : leading.dim_param();
+  for (const auto& in : g.inputs()) {
+    const auto* type = in.value->type();
+    if (in.value->isInitializer() || !type || !type->has_tensor_type() || !type->tensor_type().has_shape() ||
+        type->tensor_type().shape().dim_size() == 0)
+      continue;
+    const auto& dim = type->tensor_type().shape().dim(0);
+    if (dim.has_dim_value() || dim.dim_param() != leading.dim_param()) continue;
+    onnx::TypeProto set = *type;
+    set.mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(batch);
+    declared.emplace_back(in.value, *type);
+    rw.declareType(g, in.value, std::move(set));
+  }
+  return declared;
+}
+
+// The bytes of v (0 and *unknown set when its shape is not static), scaled by
+// `scale` and, when it depends on the batch, by the batch asked for against the model's.
+uint64_t CostModel::bytes(const Value* v, double scale, bool* unknown) const {
+  auto b = valueBytes(v);
+  if (!b) {
+    *unknown = true;
+    return 0;
+  }
+  return scaled(v, static_cast<uint64_t>(std::llround(static_cast<double>(*b) * scale)));
+}
+
+uint64_t CostModel::scaled(const Value* v, uint64_t amount) const {
+  if (!options_.batch || !batched_.count(v)) return amount;
+  const auto batch = static_cast<uint64_t>(*options_.batch), model = static_cast<uint64_t>(modelBatch_);
+  return amount / model * batch + amount % model * batch / model;
+}
+
+std::vector<std::string> CostModel::unmatchedOps() const {
+  std::vector<std::string> out;
+  for (const auto& [op, _] : options_.calibration.ops)
+    if (!matchedOps_.count(op)) out.push_back(op);
+  return out;
 }
 
 void CostModel::collect(Model& model) {
@@ -230,20 +276,23 @@ void CostModel::collect(Model& model) {
     item.members = members.size();
     for (const Node* m : members) {
       if (model.findFunction(m->domain(), m->opType(), m->overload())) ++functionCalls_;
-      auto flops = nodeFlops(*m);
-      if (!flops) ++unknownFlops_;
-      item.flops += flops.value_or(0);
+      OpCost calibration;
+      if (auto op = options_.calibration.ops.find(opKey(*m)); op != options_.calibration.ops.end()) {
+        calibration = op->second;
+        matchedOps_.insert(op->first);
+      }
+      item.flops += flopsOf(*m, calibration);
       for (const Value* v : m->inputs())
         if (v && v->isInitializer() && std::find(item.weights.begin(), item.weights.end(), v) == item.weights.end())
           item.weights.push_back(v);
       for (const Value* v : m->outputs()) {
         if (!v) continue;
-        auto bytes = valueBytes(v);
-        if (!bytes) {
+        bool unknown = false;
+        (m == item.node ? item.outputs : item.internal) += bytes(v, calibration.activationScale, &unknown);
+        if (unknown) {
           ++unknownShapes_;
           spdlog::debug("stage costs: value '{}' has no static shape ({})", v->name(), typeString(v->type()));
         }
-        (m == item.node ? item.outputs : item.internal) += bytes.value_or(0);
       }
     }
     item.lastUse = item.position;
@@ -258,6 +307,23 @@ void CostModel::collect(Model& model) {
     item.recomputed = popart::recomputeType(*np) == popart::kRecompute;
     items_.push_back(std::move(item));
   }
+}
+
+// A node's FLOPs, calibrated and scaled with the batch (its first output's).
+uint64_t CostModel::flopsOf(const Node& m, const OpCost& calibration) {
+  auto flops = nodeFlops(m);
+  if (!flops) ++unknownFlops_;
+  double total = static_cast<double>(flops.value_or(0)) * calibration.flopsScale;
+  const Value* out = m.outputs().empty() ? nullptr : m.output(0);
+  if (calibration.flopsPerElement > 0 && out) {
+    auto shape = shapeOf(out);
+    if (shape)
+      total += static_cast<double>(product(*shape)) * calibration.flopsPerElement;
+    else
+      ++unknownFlops_;
+  }
+  auto rounded = static_cast<uint64_t>(std::llround(total));
+  return out ? scaled(out, rounded) : rounded;
 }
 
 CostModel::~CostModel() = default;
@@ -318,109 +384,14 @@ void CostModel::Group::add(size_t index) {
   }
 }
 
-Costs CostModel::Group::costs() const {
+Costs CostModel::Group::costs(uint64_t stash) const {
   Costs c = state_->costs;
   const State& s = *state_;
   if (model_->options_.optimizer == Optimizer::None)
     c.activations = s.peak;
-  else
-    c.activations = s.checkpoints ? s.checkpointed + std::max(s.largest, s.stretch) : s.keptAll;
+  else  // what is kept, once per micro-batch in flight; the stretch recomputed, once
+    c.activations = s.checkpoints ? stash * s.checkpointed + std::max(s.largest, s.stretch) : stash * s.keptAll;
   return c;
-}
-
-namespace {
-
-// The costs of the items grouped by placement attribute `key` (-1: none; all
-// in group 0 when key is null), and the layers each group holds, in order.
-struct Grouped {
-  Costs costs;
-  std::vector<std::string> layers;
-  std::set<int64_t> ipus;
-};
-
-std::map<int64_t, Grouped> group(const CostModel& model, const char* key) {
-  std::map<int64_t, CostModel::Group> groups;
-  std::map<int64_t, std::vector<std::string>> layers;
-  std::map<int64_t, std::set<int64_t>> ipus;
-  for (size_t i = 0; i < model.size(); ++i) {
-    int64_t k = key ? popart::placementValue(model.node(i), key).value_or(-1) : 0;
-    groups.try_emplace(k, model).first->second.add(i);
-    if (auto ipu = popart::placementValue(model.node(i), popart::kIpuNumber)) ipus[k].insert(*ipu);
-    auto& list = layers[k];
-    if (std::string layer = layerOf(model.node(i)); !layer.empty() && std::find(list.begin(), list.end(), layer) == list.end())
-      list.push_back(layer);
-  }
-  std::map<int64_t, Grouped> out;
-  if (!model.size()) out[0] = {};
-  for (const auto& [k, g] : groups) out[k] = {g.costs(), layers[k], ipus[k]};
-  return out;
-}
-
-json entries(const CostModel& model, const char* key, const char* name, json& unplaced) {
-  json list = json::array();
-  for (const auto& [k, g] : group(model, key)) {
-    json e = g.costs.toJson();
-    e["layers"] = g.layers;
-    if (std::string(name) == "stage") e["ipus"] = g.ipus;
-    if (k < 0) {
-      unplaced = e;
-      continue;
-    }
-    e[name] = k;
-    list.push_back(e);
-  }
-  return list;
-}
-
-bool anyPlaced(const CostModel& model, const char* key) {
-  for (size_t i = 0; i < model.size(); ++i)
-    if (popart::placementValue(model.node(i), key)) return true;
-  return false;
-}
-
-}  // namespace
-
-json stageCosts(Model& model, const Options& options) {
-  CostModel costs(model, options);
-  bool staged = anyPlaced(costs, popart::kPipelineStage), onIpus = anyPlaced(costs, popart::kIpuNumber);
-  json out = {{"training", options.optimizer != Optimizer::None}, {"optimizer", optimizerName(options.optimizer)}};
-  if (options.ipuMemory) out["ipu_memory"] = *options.ipuMemory;
-  json stages = json::array(), unplacedStages, unplacedIpus;
-  if (staged) stages = entries(costs, popart::kPipelineStage, "stage", unplacedStages);
-  json ipus = entries(costs, onIpus ? popart::kIpuNumber : nullptr, "ipu", unplacedIpus);
-  if (json& unplaced = staged ? unplacedStages : unplacedIpus; !unplaced.is_null()) out["unplaced"] = unplaced;
-  for (auto& entry : ipus) {
-    if (!options.ipuMemory) continue;
-    uint64_t memory = entry["memory"];
-    entry["fits"] = memory <= *options.ipuMemory;
-    entry["missing"] = memory > *options.ipuMemory ? memory - *options.ipuMemory : 0;
-  }
-  out["placed"] = staged || onIpus;
-  out["stages"] = stages;
-  out["ipus"] = ipus;
-  const json& by = staged ? stages : ipus;
-  const char* key = staged ? "stage" : "ipu";
-  // The pipeline's total: its stages' (or IPUs') costs added up, with the
-  // unplaced nodes. Activations add up too: each stage keeps its own.
-  json total = Costs{}.toJson();
-  std::vector<const json*> parts;
-  for (const auto& e : by) parts.push_back(&e);
-  if (out.contains("unplaced")) parts.push_back(&out["unplaced"]);
-  for (const json* e : parts)
-    for (auto& [field, value] : total.items()) value = value.get<uint64_t>() + (*e)[field].get<uint64_t>();
-  out["total"] = total;
-  if (!by.empty()) {
-    auto slowest = std::max_element(by.begin(), by.end(), [](const json& x, const json& y) {
-      return x["flops"].get<uint64_t>() < y["flops"].get<uint64_t>();
-    });
-    out["bottleneck"] = {{key, (*slowest)[key]},
-                         {"flops", (*slowest)["flops"]},
-                         {"share", total["flops"].get<uint64_t>() ? (*slowest)["flops"].get<double>() / total["flops"].get<double>() : 0.0}};
-  }
-  out["unknown_shapes"] = costs.unknownShapes();
-  out["unknown_flops"] = costs.unknownFlops();
-  out["function_calls"] = costs.functionCalls();
-  return out;
 }
 
 }  // namespace graphrw::stage_cost

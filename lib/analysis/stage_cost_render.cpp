@@ -47,7 +47,12 @@ void row(std::ostringstream& os, const std::string& label, const json& e) {
 std::string renderStageCosts(const json& costs) {
   std::ostringstream os;
   os << "Stage costs (" << (costs["training"].get<bool>() ? std::string("training, ") + costs["optimizer"].get<std::string>() : "inference");
+  if (costs.contains("batch"))
+    os << "; batch " << costs["batch"].get<int64_t>() << " (the model's: "
+       << (costs["model_batch"].is_string() ? costs["model_batch"].get<std::string>() : std::to_string(costs["model_batch"].get<int64_t>()))
+       << ")";
   if (costs.contains("ipu_memory")) os << "; " << humanBytes(costs["ipu_memory"]) << " per IPU";
+  if (costs.contains("reserve")) os << ", " << humanBytes(costs["reserve"]) << " of it reserved";
   os << "):\n";
   char head[256];
   std::snprintf(head, sizeof head, "  %-10s %7s %12s %12s %12s %12s %10s\n", "", "nodes", "weights", "optimizer", "activations",
@@ -68,6 +73,11 @@ std::string renderStageCosts(const json& costs) {
     std::snprintf(share, sizeof share, "%.0f%%", 100 * b["share"].get<double>());
     os << "Bottleneck: " << which << " (" << share << " of the FLOPs)\n";
   }
+  if (!costs["stages"].empty() && costs["stages"][0].contains("stash")) {
+    os << "Stash (micro-batches of activations each stage holds, PopART's pipeline):";
+    for (const auto& e : costs["stages"]) os << " stage " << e["stage"].get<int64_t>() << " x" << e["stash"].get<uint64_t>();
+    os << "\n";
+  }
   for (const char* kind : {"stages", "ipus"}) {
     if (std::string(kind) == "ipus" && !costs["stages"].empty()) break;  // the stages' layers say it
     for (const auto& e : costs[kind]) {
@@ -84,9 +94,11 @@ std::string renderStageCosts(const json& costs) {
     os << costs["function_calls"].get<size_t>()
        << " nodes call model-local functions, whose bodies are not costed: expand the model first (graphrw expand)\n";
   if (costs["unknown_shapes"].get<size_t>())
-    os << costs["unknown_shapes"].get<size_t>() << " values have no static shape: counted as 0 bytes\n";
+    os << costs["unknown_shapes"].get<size_t>() << " values have no static shape: counted as 0 bytes "
+          "(give symbolic dimensions a size with graphrw legalize --dim NAME=N; -v names the values)\n";
   if (costs["unknown_flops"].get<size_t>())
-    os << costs["unknown_flops"].get<size_t>() << " MatMul/Gemm/Conv nodes have no static shapes: counted as 0 FLOPs\n";
+    os << costs["unknown_flops"].get<size_t>() << " nodes whose FLOPs count (MatMul, Gemm, Conv, ConvTranspose, a calibration's ops) have no "
+          "static shapes: counted as 0 FLOPs\n";
   return os.str();
 }
 
@@ -112,7 +124,10 @@ std::string xmlEscaped(const std::string& text) {
 std::string stageCostsSvg(const json& costs) {
   const bool staged = !costs["stages"].empty();
   const json& columns = staged ? costs["stages"] : costs["ipus"];
-  const uint64_t limit = costs.value("ipu_memory", uint64_t{0});
+  // The line is what the tensors may use: the IPU's memory less the calibration's reserve.
+  const uint64_t reserve = costs.value("reserve", uint64_t{0});
+  const uint64_t memoryPerIpu = costs.value("ipu_memory", uint64_t{0});
+  const uint64_t limit = memoryPerIpu > reserve ? memoryPerIpu - reserve : 0;
   uint64_t top = limit;
   size_t lines = 0;
   for (const auto& e : columns) {
@@ -131,11 +146,13 @@ std::string stageCostsSvg(const json& costs) {
      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   std::string title = std::string(staged ? "Pipeline stages" : "IPUs") + " (" +
                       (costs["training"].get<bool>() ? "training, " + costs["optimizer"].get<std::string>() : std::string("inference")) +
-                      (limit ? "; " + humanBytes(limit) + " per IPU" : std::string()) + ")";
+                      (costs.contains("batch") ? "; batch " + std::to_string(costs["batch"].get<int64_t>()) : std::string()) +
+                      (memoryPerIpu ? "; " + humanBytes(memoryPerIpu) + " per IPU" : std::string()) +
+                      (reserve ? ", " + humanBytes(reserve) + " reserved" : std::string()) + ")";
   os << "<text x=\"" << left << "\" y=\"28\" font-size=\"16\" font-weight=\"bold\">" << xmlEscaped(title) << "</text>\n";
   os << "<text x=\"" << left << "\" y=\"48\" fill=\"#555\">memory: <tspan fill=\"#4e79a7\">weights</tspan>, "
      << "<tspan fill=\"#f28e2b\">optimizer state</tspan>, <tspan fill=\"#59a14f\">activations</tspan>"
-     << (limit ? "; dashed: the IPU's memory" : "") << "</text>\n";
+     << (limit ? (reserve ? "; dashed: the IPU's memory less the reserve" : "; dashed: the IPU's memory") : "") << "</text>\n";
   const json* bottleneck = costs.contains("bottleneck") ? &costs["bottleneck"] : nullptr;
   for (size_t c = 0; c < columns.size(); ++c) {
     const json& e = columns[c];

@@ -26,7 +26,8 @@ namespace graphrw::cli {
 
 Command addInspectCommand(CLI::App& app) {
   struct Args {
-    std::string input, optimizer = "none", ipuMemory, svg;
+    std::string input, optimizer = "none", ipuMemory, svg, costs;
+    int64_t batch = 0;
     bool json = false, stages = false;
   };
   auto args = std::make_shared<Args>();
@@ -40,16 +41,24 @@ Command addInspectCommand(CLI::App& app) {
       ->check(CLI::IsMember({"none", "sgd", "momentum", "adam", "lamb"}))
       ->default_str("none");
   inspect->add_option("--ipu-memory", args->ipuMemory, "With --stages: memory per IPU (900MiB, 1.5GB, bytes); says which IPUs do not fit");
+  inspect->add_option("--batch", args->batch, "With --stages: the micro-batch size to cost (default: the model's)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  inspect->add_option("--costs", args->costs,
+                      "With --stages: a calibration of the cost model, a JSON file (docs/popart.md, \"Calibrating the cost model\")");
   inspect->add_option("--svg", args->svg, "With --stages: also draw them into FILE (SVG): memory bars against the IPU's, FLOPs, layers");
   inspect->footer("\nExamples:\n  graphrw inspect model.onnx\n  graphrw inspect --json model.onnx | jq '.ops'\n"
                   "  graphrw expand model.onnx -o - | graphrw inspect -\n"
-                  "  graphrw inspect --stages --optimizer adam --ipu-memory 900MiB placed.onnx --svg stages.svg\n");
+                  "  graphrw inspect --stages --optimizer adam --ipu-memory 900MiB placed.onnx --svg stages.svg\n"
+                  "  graphrw inspect --stages --batch 8 --costs calibration.json placed.onnx\n");
   return {inspect, [args] {
-            if (!args->stages && (args->optimizer != "none" || !args->ipuMemory.empty() || !args->svg.empty()))
-              usageError("inspect: --optimizer, --ipu-memory and --svg go with --stages");
+            if (!args->stages && (args->optimizer != "none" || !args->ipuMemory.empty() || !args->svg.empty() ||
+                                  args->batch || !args->costs.empty()))
+              usageError("inspect: --optimizer, --ipu-memory, --batch, --costs and --svg go with --stages");
             stage_cost::Options costOptions;
             costOptions.optimizer = *stage_cost::parseOptimizer(args->optimizer);
             if (!args->ipuMemory.empty()) costOptions.ipuMemory = stage_cost::parseBytes(args->ipuMemory, "--ipu-memory");
+            if (args->batch) costOptions.batch = args->batch;
+            if (!args->costs.empty()) costOptions.calibration = stage_cost::loadCalibration(args->costs, "--costs");
             auto model = loadModel(args->input);
             if (args->stages) {
               auto costs = stage_cost::stageCosts(*model, costOptions);

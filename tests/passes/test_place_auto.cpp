@@ -263,3 +263,80 @@ g (float[4,8] x) => (float[4,8] y) <float[8,8] w = {1,0,0,0,0,0,0,0, 0,1,0,0,0,0
   CHECK(placed.stageOf == std::vector<size_t>{0, 0, 0, 1, 1, 1});
   CHECK(placed.report["units"] == "layers");
 }
+
+TEST_CASE("place --auto --batch and --costs: the micro-batch and a calibration change what fits, from flags and rule files",
+          "[place][auto][calibration]") {
+  TempDir dir;
+  auto r = run(graphrwBin() + " -q legalize " + q(pytorch("bert3-opset15.onnx")) + " --dim batch=2 --dim sequence=8 -o " +
+               q(dir / "legal.onnx"));
+  REQUIRE(r.status == 0);
+  std::string place = graphrwBin() + " -q place " + q(dir / "legal.onnx") + " --untie -o " + q(dir / "out.onnx") + " --auto 3 ";
+  r = run(place + "--ipu-memory 40KiB");
+  REQUIRE(r.status == 0);
+  fs::remove(dir / "out.onnx");
+  // Batch 16 instead of 2: 8 times the activations (10304 bytes kept live in stage 0), the same 20544 bytes of weights.
+  r = run(place + "--ipu-memory 40KiB --batch 16");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("no placement fits 40.0 KiB per IPU; the one needing the least memory: stage 0 needs 92.6 KiB"));
+  CHECK_FALSE(fs::exists(dir / "out.onnx"));
+  // A reserve of 15 KiB leaves 25 KiB for the tensors.
+  writeFile(dir / "calibration.json", R"({"reserve": "15KiB", "ops": {"Softmax": {"flops_per_element": 10}}})");
+  r = run(place + "--ipu-memory 40KiB --costs " + q(dir / "calibration.json"));
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("no placement fits 25.0 KiB (40.0 KiB less the 15.0 KiB reserve) per IPU; the one needing "
+                                    "the least memory: stage 0 needs 30.1 KiB (5.1 KiB missing)"));
+  writeFile(dir / "huge.json", R"({"reserve": "1GiB"})");
+  r = run(place + "--costs " + q(dir / "huge.json"));
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("the reserve (1.0 GiB) leaves nothing of 900.0 MiB per IPU"));
+  // An op no node has is a typo until said otherwise.
+  writeFile(dir / "typo.json", R"({"ops": {"Softmx": {"flops_per_element": 10}}})");
+  r = run(place + "--costs " + q(dir / "typo.json"));
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("costs: the calibration's op 'Softmx' is not in the model"));
+  r = run(place + "--costs " + q(dir / "typo.json") + " --allow-no-match");
+  CHECK(r.status == 0);
+  // Softmax's FLOPs per element count: 3 layers x 2 heads x 8 x 8 scores, 10 each, spread over the stages.
+  writeFile(dir / "softmax.json", R"({"ops": {"Softmax": {"flops_per_element": 10}}})");
+  r = run(graphrwBin() + " -q place " + q(dir / "legal.onnx") + " --untie --auto 3 --costs " + q(dir / "softmax.json") +
+          " --batch 4 --report " + q(dir / "calibrated.json") + " -o " + q(dir / "flags.onnx"));
+  REQUIRE(r.status == 0);
+  r = run(place + "--batch 4 --report " + q(dir / "plain.json"));
+  REQUIRE(r.status == 0);
+  json calibrated = json::parse(readFile(dir / "calibrated.json"))["passes"][0]["auto"];
+  json plain = json::parse(readFile(dir / "plain.json"))["passes"][0]["auto"];
+  CHECK(calibrated["batch"] == 4);
+  CHECK(calibrated["model_batch"] == 2);
+  uint64_t added = 0;
+  for (size_t k = 0; k < 3; ++k) added += calibrated["stages"][k]["flops"].get<uint64_t>() - plain["stages"][k]["flops"].get<uint64_t>();
+  CHECK(added == 3 * (4 * 2 * 8 * 8) * 10);
+  // In a rule file: the calibration inline, or a file named relative to the rule file.
+  fs::create_directories(dir / "rules");
+  fs::copy_file(dir / "softmax.json", dir / "rules" / "softmax.json");
+  for (const std::string costs : {R"({"ops": {"Softmax": {"flops_per_element": 10}}})", R"("softmax.json")"}) {
+    INFO(costs);
+    writeFile(dir / "rules" / "place.json", R"({"version": 1, "passes": [{"pass": "place", "auto": 3, "untie": true,
+      "batch": 4, "costs": )" + costs + "}]}");
+    r = run(graphrwBin() + " -q run " + q(dir / "rules" / "place.json") + " " + q(dir / "legal.onnx") + " -o " + q(dir / "rules.onnx"));
+    REQUIRE(r.status == 0);
+    CHECK(readFile(dir / "rules.onnx") == readFile(dir / "flags.onnx"));
+  }
+  writeFile(dir / "rules" / "place.json", R"({"version": 1, "passes": [{"pass": "place", "auto": 3,
+    "costs": {"ops": {"Softmax": {"flops_per_elem": 10}}}}]})");
+  r = run(graphrwBin() + " -q run " + q(dir / "rules" / "place.json") + " " + q(dir / "legal.onnx") + " -o " + q(dir / "rules.onnx"));
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("place.json:2"));
+  CHECK_THAT(r.err, Catch::Contains("unknown key 'flops_per_elem' (did you mean 'flops_per_element'?)"));
+  r = run(graphrwBin() + " -q place " + q(dir / "legal.onnx") + " --ipus 0 --batch 4 -o " + q(dir / "x.onnx"));
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("goes with auto (--auto N)"));
+  // inspect --stages takes the same calibration file.
+  r = run(graphrwBin() + " inspect --stages --json --batch 4 --costs " + q(dir / "softmax.json") + " " + q(dir / "flags.onnx"));
+  REQUIRE(r.status == 0);
+  json inspected = json::parse(r.out);
+  for (size_t k = 0; k < 3; ++k) {
+    INFO("stage " << k);
+    CHECK(inspected["stages"][k]["flops"] == calibrated["stages"][k]["flops"]);
+    CHECK(inspected["stages"][k]["memory"] == calibrated["stages"][k]["memory"]);
+  }
+}

@@ -4,6 +4,7 @@
 #include "analysis/stage_cost.h"
 #include "analysis/types.h"
 #include "io/loader.h"
+#include "io/writer.h"
 #include "ir/rewriter.h"
 #include "support.h"
 #include "support/error.h"
@@ -99,12 +100,17 @@ TEST_CASE("stage costs: weights, optimizer state, activations and FLOPs per stag
     const json& s0 = j["stages"][0];
     CHECK(s0["optimizer_state"] == 3 * 256);
     CHECK(s0["flops"] == 3 * 2 * 8 * 8);
-    CHECK(s0["activations"] == 32 + 64);  // c kept; h and r recomputed from x, at most 64 bytes at once
+    // Two stages: stage 0's backward is the pipeline's stage 2, so it holds
+    // 3 micro-batches' kept activations (PopART's stash), the last stage 1.
+    CHECK(s0["stash"] == 3);
+    CHECK(j["stages"][1]["stash"] == 1);
+    // c kept, 3 times; h and r recomputed from x one micro-batch at a time, at most 64 bytes at once.
+    CHECK(s0["activations"] == 3 * 32 + 64);
     CHECK(j["stages"][1]["activations"] == 32);
     const json& ipu0 = j["ipus"][0];
-    CHECK(ipu0["memory"] == 256 + 768 + 96);
+    CHECK(ipu0["memory"] == 256 + 768 + 160);
     CHECK(ipu0["fits"] == false);
-    CHECK(ipu0["missing"] == 256 + 768 + 96 - 1100);
+    CHECK(ipu0["missing"] == 256 + 768 + 160 - 1100);
     CHECK(j["ipus"][1]["fits"] == true);  // 256 + 768 + 32
     CHECK(j["ipus"][1]["missing"] == 0);
   }
@@ -116,6 +122,12 @@ TEST_CASE("stage costs: weights, optimizer state, activations and FLOPs per stag
     o.optimizer = stage_cost::Optimizer::Sgd;
     json j = costs(text.c_str(), o);
     CHECK(j["stages"][0]["optimizer_state"] == 256);
+    CHECK(j["stages"][0]["activations"] == 3 * (3 * 32));  // h, r and c, for 3 micro-batches
+    // Both stages on one IPU run together: nothing waits between them, so no stash.
+    const std::string ipu1 = "__ipu_number = 1";
+    for (size_t at = text.find(ipu1); at != std::string::npos; at = text.find(ipu1)) text.replace(at, ipu1.size(), "__ipu_number = 0");
+    j = costs(text.c_str(), o);
+    CHECK(j["stages"][0]["stash"] == 1);
     CHECK(j["stages"][0]["activations"] == 3 * 32);
   }
   SECTION("a model without placement is one IPU; nodes without it in a placed model are reported apart") {
@@ -159,7 +171,7 @@ TEST_CASE("stage costs: sizes with units, and the CLI's --stages, --optimizer an
   CHECK_THAT(r.out, Catch::Contains("training, adam"));
   CHECK_THAT(r.out, Catch::Contains("stage 0"));
   CHECK_THAT(r.out, Catch::Contains("stage 1"));
-  CHECK_THAT(r.out, Catch::Contains("ipu 0 does not fit: 20 B missing"));
+  CHECK_THAT(r.out, Catch::Contains("ipu 0 does not fit: 84 B missing"));  // 256 + 768 + 160 bytes
   CHECK_THAT(r.out, Catch::Contains("Bottleneck: stage 0 (50% of the FLOPs)"));
   CHECK(r.out.find("ipu 1 does not fit") == std::string::npos);  // 256 + 768 + 32 bytes
   // The picture: well-formed SVG (Python's XML parser), every stage named, the bottleneck and the excess shown.
@@ -173,7 +185,7 @@ TEST_CASE("stage costs: sizes with units, and the CLI's --stages, --optimizer an
   CHECK_THAT(svg, Catch::Contains(">stage 0 on IPU 0<"));
   CHECK_THAT(svg, Catch::Contains(">stage 1 on IPU 1<"));
   CHECK_THAT(svg, Catch::Contains("(bottleneck)"));
-  CHECK_THAT(svg, Catch::Contains(">20 B too much<"));
+  CHECK_THAT(svg, Catch::Contains(">84 B too much<"));
   r = run(graphrwBin() + " inspect --svg '" + (dir / "t.svg").string() + "' " + m);
   CHECK(r.status == 2);
   CHECK_FALSE(std::filesystem::exists(dir / "t.svg"));
@@ -185,7 +197,7 @@ TEST_CASE("stage costs: sizes with units, and the CLI's --stages, --optimizer an
   CHECK_THAT(r.err, Catch::Contains("--ipu-memory: '9OOMB' is not a size"));
   r = run(graphrwBin() + " inspect --optimizer adam " + m);
   CHECK(r.status == 2);
-  CHECK_THAT(r.err, Catch::Contains("--optimizer, --ipu-memory and --svg go with --stages"));
+  CHECK_THAT(r.err, Catch::Contains("--optimizer, --ipu-memory, --batch, --costs and --svg go with --stages"));
   r = run(graphrwBin() + " inspect --stages --optimizer adagrad " + m);
   CHECK(r.status == 2);
 }
@@ -214,10 +226,14 @@ TEST_CASE("stage costs of a PyTorch BERT export placed on 3 IPUs: equal layers c
   CHECK(j["stages"][0]["layers"] == json::array({"/layers.0"}));  // the embeddings are no layer
   CHECK(s1["layers"] == json::array({"/layers.1"}));
   CHECK(s2["ipus"] == json::array({2}));
-  for (const char* field : {"nodes", "weights", "optimizer_state", "activations", "flops"}) {
+  for (const char* field : {"nodes", "weights", "optimizer_state", "flops"}) {
     INFO(field);
     CHECK(s1[field] == s2[field]);
   }
+  // Stage 1 holds 3 micro-batches' activations, the last stage 1 (PopART's stash).
+  CHECK(s1["stash"] == 3);
+  CHECK(s2["stash"] == 1);
+  CHECK(s1["activations"] == 3 * s2["activations"].get<uint64_t>());
   // Every initializer is read by one stage (untied), so the stages' weights add up to the model's.
   auto loaded = loadModel(placed);
   uint64_t bytes = 0, floats = 0;
@@ -234,4 +250,121 @@ TEST_CASE("stage costs of a PyTorch BERT export placed on 3 IPUs: equal layers c
   uint64_t tokens = 2 * 8;
   uint64_t forward = 4 * (2 * 16 * tokens * 16) + 2 * 16 * tokens * 64 + 2 * 64 * tokens * 16 + 2 * (2 * 8 * (2 * 2 * 8 * 8));
   CHECK(s1["flops"] == 3 * forward);
+}
+
+TEST_CASE("stage costs --batch: what depends on the inputs scales with the batch, weights and shapes do not", "[stages][batch]") {
+  // x: batch 2. t (a weight's transpose) and s (x's shape) do not depend on
+  // the batch; h, r and y do.
+  const char* text = R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2,8] x) => (float[2,8] y, int64[2] s) <float[8,8] w = {1,2,3,4,5,6,7,8,1,2,3,4,5,6,7,8,1,2,3,4,5,6,7,8,1,2,3,4,5,6,7,8,
+                                                                1,2,3,4,5,6,7,8,1,2,3,4,5,6,7,8,1,2,3,4,5,6,7,8,1,2,3,4,5,6,7,8}> {
+  t = Transpose (w)
+  h = MatMul (x, t)
+  r = Relu (h)
+  y = MatMul (r, w)
+  s = Shape (y)
+}
+)";
+  stage_cost::Options o;
+  o.optimizer = stage_cost::Optimizer::Sgd;  // training: every output kept, so each value's bytes show
+  json base = costs(text, o);
+  o.batch = 6;
+  json j = costs(text, o);
+  CHECK(j["batch"] == 6);
+  CHECK(j["model_batch"] == 2);
+  CHECK(j["total"]["weights"] == base["total"]["weights"]);
+  CHECK(j["total"]["optimizer_state"] == base["total"]["optimizer_state"]);
+  CHECK(base["total"]["activations"] == 256 + 3 * 64 + 16);  // t, then h, r and y, then s
+  CHECK(j["total"]["activations"] == 256 + 3 * 3 * 64 + 16);
+  CHECK(base["total"]["flops"] == 3 * 2 * (2 * 2 * 8 * 8));  // training x3, two MatMuls of 2x8x8 multiply-adds
+  CHECK(j["total"]["flops"] == 3 * 2 * (2 * 6 * 8 * 8));
+  o.batch = 1;  // smaller than the model's: an exact division
+  CHECK(costs(text, o)["total"]["activations"] == 256 + 3 * 32 + 16);
+}
+
+TEST_CASE("stage costs --batch on a symbolic batch dimension sets it while costing, and the model keeps its own", "[stages][batch]") {
+  auto model = loadModel((std::filesystem::path(GRAPHRW_SOURCE_DIR) / "tests" / "models" / "pytorch" / "resnet-opset15.onnx").string());
+  std::string before = serialize(*model);
+  stage_cost::Options o;
+  o.batch = 1;
+  json one = stage_cost::stageCosts(*model, o);
+  o.batch = 8;
+  json eight = stage_cost::stageCosts(*model, o);
+  CHECK(serialize(*model) == before);
+  CHECK(one["model_batch"] == "batch");
+  CHECK(one["unknown_shapes"] == 0);
+  CHECK(eight["unknown_shapes"] == 0);
+  CHECK(one["total"]["flops"].get<uint64_t>() > 0);
+  CHECK(eight["total"]["flops"].get<uint64_t>() == 8 * one["total"]["flops"].get<uint64_t>());
+  CHECK(eight["total"]["weights"] == one["total"]["weights"]);
+  // Without --batch the same model has no static shapes to cost.
+  CHECK(stage_cost::stageCosts(*model, {})["unknown_shapes"].get<size_t>() > 0);
+  // A model without inputs has no batch.
+  auto constant = loadModel(parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g () => (float[1] y) {
+  y = Constant <value = float[1] {1}> ()
+}
+)"));
+  CHECK_THROWS_WITH(stage_cost::stageCosts(*constant, o), Catch::Contains("--batch 8: the model has no input with a leading (batch) dimension"));
+}
+
+TEST_CASE("stage costs: a calibration scales ops' FLOPs and kept bytes, counts FLOPs per element, and reserves memory",
+          "[stages][calibration]") {
+  stage_cost::Options o;
+  o.ipuMemory = 600;
+  o.calibration = stage_cost::parseCalibration(json::parse(R"({"reserve": "200",
+      "ops": {"MatMul": {"flops_scale": 1.5}, "Relu": {"flops_per_element": 3, "activation_scale": 0}}})"), "costs");
+  CHECK(o.calibration.reserve == 200);
+  json j = costs(kPlaced, o);
+  const json& s0 = j["stages"][0];
+  CHECK(s0["flops"] == 2 * 8 * 8 * 3 / 2 + 3 * 8);  // the MatMul's, x1.5; Relu's 8 outputs, 3 each
+  CHECK(s0["activations"] == 32);                 // r counts 0 bytes: h alone at its peak
+  CHECK(j["reserve"] == 200);
+  // IPU 0 holds 256 + 32 bytes: with the reserve 488 of 600 fit; IPU 1 holds 256 + 32 as well.
+  CHECK(j["ipus"][0]["fits"] == true);
+  o.ipuMemory = 450;
+  j = costs(kPlaced, o);
+  CHECK(j["ipus"][0]["fits"] == false);
+  CHECK(j["ipus"][0]["missing"] == 256 + 32 + 200 - 450);
+  CHECK_THAT(stage_cost::renderStageCosts(j), Catch::Contains("450 B per IPU, 200 B of it reserved"));
+}
+
+TEST_CASE("stage costs: a calibration with a typo or a bad value is refused naming the place", "[stages][calibration]") {
+  auto refused = [](const char* text) {
+    try {
+      stage_cost::parseCalibration(json::parse(text), "costs");
+    } catch (const Error& e) {
+      CHECK(e.code() == ExitCode::Usage);
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK_THAT(refused(R"({"ops": {"MatMul": {"flop_scale": 2}}})"),
+             Catch::Contains("costs at /ops/MatMul/flop_scale: unknown key 'flop_scale' (did you mean 'flops_scale'?)"));
+  CHECK_THAT(refused(R"({"ops": {"MatMul": {"flops_scale": -1}}})"), Catch::Contains("costs at /ops/MatMul/flops_scale: must be at least 0"));
+  CHECK_THAT(refused(R"({"ops": {"MatMul": {}}})"), Catch::Contains("costs at /ops/MatMul: needs at least 1 key(s)"));
+  CHECK_THAT(refused(R"({"reserve": "lots"})"), Catch::Contains("costs/reserve: 'lots' is not a size"));
+  CHECK_THAT(refused(R"({"reserves": "1MB"})"), Catch::Contains("unknown key 'reserves' (did you mean 'reserve'?)"));
+  TempDir dir;
+  writeFile(dir / "broken.json", "{\"reserve\": ");
+  CHECK_THROWS_WITH(stage_cost::loadCalibration(dir / "broken.json", "--costs"), Catch::Contains("broken.json: not valid JSON"));
+  CHECK_THROWS_WITH(stage_cost::loadCalibration(dir / "absent.json", "--costs"), Catch::Contains("absent.json is not a regular file"));
+}
+
+TEST_CASE("stage costs: PopART's stash depth per forward stage of a training pipeline", "[stages][stash]") {
+  using Ipus = std::vector<std::set<int64_t>>;
+  auto depths = [](const Ipus& ipus) {
+    std::vector<uint64_t> out;
+    for (size_t s = 0; s < ipus.size(); ++s) out.push_back(stage_cost::stashDepth(s, ipus));
+    return out;
+  };
+  // One IPU per stage: 2(N-1-s) + 1.
+  CHECK(depths({{0}, {1}, {2}, {3}}) == std::vector<uint64_t>{7, 5, 3, 1});
+  CHECK(depths({{0}}) == std::vector<uint64_t>{1});
+  // A tied head back on IPU 0 is a fifth stage: no two consecutive stages share an IPU.
+  CHECK(depths({{0}, {1}, {2}, {3}, {0}}) == std::vector<uint64_t>{9, 7, 5, 3, 1});
+  // Stages 0 and 1 on IPU 0 run together, and so do their backward stages 3 and 4 (0, 0, 1, 0, 0).
+  CHECK(depths({{0}, {0}, {1}}) == std::vector<uint64_t>{3, 3, 1});
 }
