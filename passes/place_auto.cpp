@@ -111,9 +111,17 @@ class AutoRun {
     byLayers_ = layers >= o_.stages;
     if (byLayers_) {
       for (size_t i = 0; i < count; ++i) {
-        if (units_.empty() || layer[i] != layer[i - 1])
-          units_.push_back({i, i, layer[i].empty() ? "'" + costs_.node(i).name() + "'" : layer[i], {}});
+        if (units_.empty() || layer[i] != layer[i - 1]) units_.push_back({i, i, layer[i], {}});
         units_.back().end = i + 1;
+      }
+      // A run between layers is named after them: "(before /layers.0)", "(after /layers.2)".
+      for (size_t x = 0; x < units_.size(); ++x) {
+        if (!units_[x].label.empty()) continue;
+        const std::string& before = x + 1 < units_.size() ? units_[x + 1].label : "";
+        const std::string& after = x > 0 ? units_[x - 1].label : "";
+        units_[x].label = after.empty() ? "(before " + before + ")"
+                          : before.empty() ? "(after " + after + ")"
+                                           : "(between " + after + " and " + before + ")";
       }
     } else {
       size_t chunk = (count + kMaxUnits - 1) / kMaxUnits;
@@ -131,7 +139,7 @@ class AutoRun {
           if (!selectors.matches(costs_.node(i))) continue;
           ++matched[p];
           if (u.pin && *u.pin != stage)
-            usageError(std::string("place --auto: ") + (byLayers_ ? "layer " : "the nodes from ") + u.label + " would go into stage " +
+            usageError(std::string("place --auto: ") + (byLayers_ ? (u.label[0] == '(' ? "the nodes " : "layer ") : "the nodes from ") + u.label + " would go into stage " +
                        std::to_string(*u.pin) + " and stage " + std::to_string(stage) + " (" + nodeLabel(costs_.node(i)) +
                        " is pinned by '" + selectors.str() + "'); a layer goes into one stage");
           u.pin = stage;

@@ -305,6 +305,9 @@ TEST_CASE("place --auto --batch and --costs: the micro-batch and a calibration c
   REQUIRE(r.status == 0);
   json calibrated = json::parse(readFile(dir / "calibrated.json"))["passes"][0]["auto"];
   json plain = json::parse(readFile(dir / "plain.json"))["passes"][0]["auto"];
+  // The embeddings are no layer: the run before the first is named after it.
+  CHECK(plain["stages"][0]["first"] == "(before /layers.0)");
+  CHECK(plain["stages"][0]["last"] == "/layers.0");
   CHECK(calibrated["batch"] == 4);
   CHECK(calibrated["model_batch"] == 2);
   uint64_t added = 0;

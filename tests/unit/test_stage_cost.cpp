@@ -368,3 +368,22 @@ TEST_CASE("stage costs: PopART's stash depth per forward stage of a training pip
   // Stages 0 and 1 on IPU 0 run together, and so do their backward stages 3 and 4 (0, 0, 1, 0, 0).
   CHECK(depths({{0}, {0}, {1}}) == std::vector<uint64_t>{3, 3, 1});
 }
+
+TEST_CASE("stage costs change nothing in the model: types inferred for costing are given back, declared or not",
+          "[stages]") {
+  auto model = loadModel(parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2,8] x, s) => (y, float[?,8] z) {
+  y = Relu (x)
+  z = Relu (y)
+}
+)"));
+  std::string before = serialize(*model);
+  stage_cost::Options o;
+  o.optimizer = stage_cost::Optimizer::Adam;
+  o.batch = 4;
+  json j = stage_cost::stageCosts(*model, o);
+  CHECK(j["unknown_shapes"] == 0);
+  CHECK(j["total"]["activations"] == 2 * 4 * 8 * 4);  // y and z, batch 4 instead of 2
+  CHECK(serialize(*model) == before);
+}
