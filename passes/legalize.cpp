@@ -193,6 +193,9 @@ class LegalizePass final : public Pass {
     o.training = training();
     step("opset", createOpsetPass(o));
     step("fold_after_opset", createFoldPass(fold));
+    // Types the export wrote before its shapes were fixed ("float[1,?,16]" on a
+    // Gather of positions computed from the input's shape) are static now.
+    if (size_t n = refreshDynamicTypes(rw)) steps["types_made_static"] = n;
     if (training())
       if (size_t n = legalize_detail::removeNoopShapeOps(rw, model)) steps["noop_shape_ops_removed"] = n;
 

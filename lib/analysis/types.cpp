@@ -328,6 +328,77 @@ std::optional<std::vector<int64_t>> staticShape(const ir::Value* v) {
   return dims;
 }
 
+namespace {
+
+// Whether `now` says what `old` did and more: same element type and rank, old's fixed sizes kept.
+bool refines(const onnx::TypeProto& now, const onnx::TypeProto& old) {
+  if (!now.has_tensor_type() || !old.has_tensor_type()) return false;
+  const auto &a = now.tensor_type(), &b = old.tensor_type();
+  if (a.elem_type() != b.elem_type()) return false;
+  if (!b.has_shape()) return true;
+  if (a.shape().dim_size() != b.shape().dim_size()) return false;
+  for (int i = 0; i < a.shape().dim_size(); ++i)
+    if (b.shape().dim(i).has_dim_value() && a.shape().dim(i).dim_value() != b.shape().dim(i).dim_value()) return false;
+  return true;
+}
+
+bool staticType(const onnx::TypeProto& t) {
+  if (!t.has_tensor_type() || !t.tensor_type().has_shape()) return false;
+  for (const auto& d : t.tensor_type().shape().dim())
+    if (!d.has_dim_value()) return false;
+  return true;
+}
+
+}  // namespace
+
+size_t refreshDynamicTypes(Rewriter& rw) {
+  struct Dynamic {
+    Graph* graph;
+    Value* value;
+    onnx::TypeProto old;  // the declared type when there is one, else the known one
+    bool declared;
+  };
+  std::vector<Dynamic> dynamic;
+  rw.model().graph().walkGraphs([&](Graph& g) {
+    // Declarations: a value's known type may be static (inferred) while what
+    // the file declares for it is not.
+    std::unordered_map<const Value*, const onnx::TypeProto*> declared;
+    for (const auto& vi : g.valueInfo()) declared[vi.value] = &vi.info.type();
+    for (const auto& out : g.outputs()) declared[out.value] = &out.info.type();
+    for (const auto& v : g.values()) {
+      if (!v->producer()) continue;
+      auto d = declared.find(v.get());
+      const onnx::TypeProto* written = d == declared.end() ? nullptr : d->second;
+      if (written && written->has_tensor_type() && !staticType(*written))
+        dynamic.push_back({&g, v.get(), *written, true});
+      else if (v->type() && v->type()->has_tensor_type() && !staticShape(v.get()))
+        dynamic.push_back({&g, v.get(), *v->type(), false});
+    }
+  });
+  if (dynamic.empty()) return 0;
+  std::vector<Value*> wanted;
+  for (auto& d : dynamic)
+    if (!staticShape(d.value)) {
+      rw.forgetType(d.value);
+      wanted.push_back(d.value);
+    }
+  if (!wanted.empty()) {
+    inferInOrder(rw);
+    inferMissingTypes(rw, wanted);
+  }
+  size_t refreshed = 0;
+  for (auto& d : dynamic) {
+    if (d.value->type() && staticShape(d.value) && refines(*d.value->type(), d.old)) {
+      if (!d.declared) continue;  // known better now, which nothing writes
+      rw.declareType(*d.graph, d.value, *d.value->type());
+      ++refreshed;
+    } else if (!d.value->type() || !staticShape(d.value)) {
+      rw.setType(d.value, std::move(d.old));
+    }
+  }
+  return refreshed;
+}
+
 std::string typeString(const onnx::TypeProto* type) {
   if (!type) return "?";
   switch (type->value_case()) {

@@ -40,4 +40,12 @@ std::string typeString(const onnx::TypeProto* type);
 // The value's shape when its type is known and every dimension is a number.
 std::optional<std::vector<int64_t>> staticShape(const ir::Value* v);
 
+// Values made by nodes (main graph and subgraphs) whose type is not static
+// ("float[1,?,16]": an export's value_info written before shapes were fixed
+// and shape computations folded) are inferred again; a static type found
+// that agrees with the old one (element type, rank, fixed dimensions)
+// replaces it, declared where the old one was (value_info, graph output).
+// The others keep their type. Returns how many declarations were made static.
+size_t refreshDynamicTypes(ir::Rewriter& rw);
+
 }  // namespace graphrw

@@ -14,6 +14,7 @@
 #include "analysis/graphcore_ops.h"
 #include "analysis/popart.h"
 #include "analysis/popart_check.h"
+#include "analysis/types.h"
 #include "driver/pass_manager.h"
 #include "driver/rules.h"
 #include "helpers.h"
@@ -83,6 +84,19 @@ TEST_CASE("legalize: PyTorch exports through examples/popart.rules.json import i
     CHECK(model->irVersion() == 6);
     CHECK(model->opsetVersion("") == 11);
     CHECK(model->functions().empty());
+    // Every declared type is static, the export's value_info written before
+    // the shapes were fixed ("float[1,?,16]" for the positions) included.
+    model->graph().walkGraphs([&](const ir::Graph& g) {
+      std::vector<const ir::ValueInfo*> declared;
+      for (const auto& vi : g.valueInfo()) declared.push_back(&vi);
+      for (const auto& out : g.outputs()) declared.push_back(&out);
+      for (const ir::ValueInfo* vi : declared) {
+        INFO(vi->value->name() << ": " << graphrw::typeString(&vi->info.type()));
+        bool fixed = vi->info.type().tensor_type().has_shape();
+        for (const auto& d : vi->info.type().tensor_type().shape().dim()) fixed &= d.has_dim_value();
+        CHECK(fixed);
+      }
+    });
     // Every encoder layer is a Call, with checkpoints on the Call outputs.
     if (name.starts_with("bert") || name.starts_with("gpt")) {
       size_t calls = 0, checkpoints = 0;
