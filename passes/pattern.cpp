@@ -21,6 +21,7 @@ using namespace ir;
 using Kind = OptionSpec::Kind;
 
 constexpr uintmax_t kMaxRulesBytes = 4 << 20;
+constexpr size_t kListedMatches = 1000;  // per rule, in the report's "at"
 
 class PatternPass final : public Pass {
  public:
@@ -56,8 +57,11 @@ class PatternPass final : public Pass {
           std::unordered_set<const Node*> taken;
           matches = p.find(*g, taken, options_.maxMatchSteps);
         }
-        // What was matched, for --dry-run: the node producing each match's first output.
-        for (const auto& m : matches) at.push_back(nodeLabel(*p.anchor(m)));
+        // What was matched, for --dry-run: the node producing each match's
+        // first output, for the first kListedMatches of a rule (a million-node
+        // graph's 500,000 labels would cost more memory than its nodes).
+        for (const auto& m : matches)
+          if (at.size() < kListedMatches) at.push_back(nodeLabel(*p.anchor(m)));
         count += matches.size();
         auto made = p.apply(model, rw, *g, matches);
         created.insert(created.end(), made.begin(), made.end());
@@ -69,7 +73,9 @@ class PatternPass final : public Pass {
       } else if (!count && applicable && !rule.allowNoMatch) {
         reportNoMatch("pattern", p.where() + ": rule '" + p.name() + "' matched nothing", options_.allowNoMatch);
       }
-      rules.push_back({{"rule", p.name()}, {"matched", count}, {"at", at}});
+      nlohmann::json entry = {{"rule", p.name()}, {"matched", count}, {"at", at}};
+      if (count > at.size()) entry["at_omitted"] = count - at.size();
+      rules.push_back(std::move(entry));
       total += count;
     }
     for (const auto& [group, tally] : groups)

@@ -377,3 +377,29 @@ g (float[2] x, bool c) => (float[2] y, float[2] z, float[2] w) {
   CHECK(details[2]["matched"] == 0);
   CHECK(run(graphrwBin() + " validate '" + (dir / "o.onnx").string() + "'").status == 0);
 }
+
+TEST_CASE("pattern: the report names the first 1,000 matches of a rule and counts the rest", "[pattern]") {
+  // 1,003 Abs -> Neg pairs in a chain.
+  std::string text = "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[4] x) => (float[4] y) {\n  v0 = Identity (x)\n";
+  const int pairs = 1003;
+  for (int i = 0; i < pairs; ++i)
+    text += "  a" + std::to_string(i) + " = Abs (v" + std::to_string(i) + ")\n  v" + std::to_string(i + 1) + " = Neg (a" +
+            std::to_string(i) + ")\n";
+  text += "  y = Identity (v" + std::to_string(pairs) + ")\n}\n";
+  auto model = loadModel(parseModel(text));
+  TempDir dir;
+  nlohmann::json rules = {{"version", 1},
+                          {"passes", {{{"pass", "pattern"}, {"rules", {{
+      {"match", "<domain: \"b\", opset_import: [\"\" : 17]>\nAbsNeg (x) => (y) {\n  a = Abs (x)\n  y = Neg (a)\n}\n"},
+      {"replace", "<domain: \"b\", opset_import: [\"\" : 17]>\nNegAbs (x) => (y) {\n  a = Neg (x)\n  y = Abs (a)\n}\n"}}}}}}}};
+  writeFile(dir / "rules.json", rules.dump());
+  PassManager pm({true, std::nullopt, ""});
+  for (auto& p : loadRules((dir / "rules.json").string()).passes) pm.add(p);
+  auto report = pm.run(*model);
+  const auto& rule = (report.is_array() ? report : report["passes"])[0]["rules"][0];
+  CHECK(rule["matched"] == pairs);
+  CHECK(rule["at"].size() == 1000);
+  CHECK(rule["at"][0] == "the node producing 'v1' (ai.onnx::Neg)");
+  CHECK(rule["at_omitted"] == pairs - 1000);
+  CHECK(ops(*model)["Abs"] == pairs);
+}
