@@ -1,6 +1,5 @@
 #include "passes/legalize_training.h"
 
-#include <cstring>
 #include <set>
 #include <string_view>
 
@@ -21,23 +20,7 @@ bool isOnnxOp(const Node& n, const char* op) { return isDefaultDomain(n.domain()
 // A one-element constant as a double; nothing when `v` is not one.
 std::optional<double> scalarOf(const Value* v) {
   auto t = constantOf(v);
-  if (!t || t->count() != 1) return std::nullopt;
-  switch (t->type) {
-    case onnx::TensorProto::FLOAT: {
-      float f;
-      std::memcpy(&f, t->data.data(), 4);
-      return f;
-    }
-    case onnx::TensorProto::DOUBLE: {
-      double d;
-      std::memcpy(&d, t->data.data(), 8);
-      return d;
-    }
-    case onnx::TensorProto::BOOL:
-      return t->data[0] ? 1.0 : 0.0;
-    default:
-      return std::nullopt;
-  }
+  return t ? t->scalar() : std::nullopt;
 }
 
 template <typename F>

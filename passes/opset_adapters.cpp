@@ -192,20 +192,9 @@ bool isRead(const Value* v) { return v && (!v->uses().empty() || v->graphOutputC
 // and then its ratio must be a constant; its mask stays only where read.
 StepResult dropoutInputs(Node* n, StepContext& c) {
   std::optional<float> ratio;
-  if (Value* r = n->input(1)) {
-    const HostTensor* t = c.weights.constantValue(r);
-    if (t && t->count() == 1) {
-      if (t->type == TP::FLOAT) {
-        float f;
-        std::memcpy(&f, t->data.data(), 4);
-        ratio = f;
-      } else if (t->type == TP::DOUBLE) {
-        double d;
-        std::memcpy(&d, t->data.data(), 8);
-        ratio = static_cast<float>(d);
-      }
-    }
-  }
+  if (Value* r = n->input(1))
+    if (const HostTensor* t = c.weights.constantValue(r); t && t->type != TP::BOOL)
+      if (auto value = t->scalar()) ratio = static_cast<float>(*value);
   bool training = false;
   if (Value* mode = n->input(2)) {
     const HostTensor* t = c.weights.constantValue(mode);

@@ -23,6 +23,24 @@ int64_t HostTensor::count() const {
   return n;
 }
 
+std::optional<double> HostTensor::scalar() const {
+  if (count() != 1) return std::nullopt;
+  switch (type) {
+    case TP::FLOAT: {
+      float f;
+      std::memcpy(&f, data.data(), 4);
+      return f;
+    }
+    case TP::DOUBLE: {
+      double d;
+      std::memcpy(&d, data.data(), 8);
+      return d;
+    }
+    case TP::BOOL: return data[0] ? 1.0 : 0.0;
+    default: return std::nullopt;
+  }
+}
+
 std::vector<int64_t> HostTensor::asInts() const {
   std::vector<int64_t> out(static_cast<size_t>(count()));
   if (out.empty()) {

@@ -19,6 +19,9 @@ struct HostTensor {
   std::string data;  // little-endian elements, row-major
   int64_t count() const;
   std::vector<int64_t> asInts() const;  // INT32 / INT64 tensors
+  // A one-element FLOAT, DOUBLE or BOOL tensor's value (Dropout's ratio and
+  // training_mode); nothing for any other tensor.
+  std::optional<double> scalar() const;
 };
 
 // The tensor's data as stored (raw, external or typed fields). Throws Error(BadInput).
