@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <queue>
 #include <set>
 #include <unordered_map>
 
@@ -206,52 +207,80 @@ bool Rewriter::removeAttribute(Node* n, const std::string& name) {
   return true;
 }
 
+namespace {
+
+// Calls fn(producer) for each value of `g` made by a node that `n` reads,
+// in `n`'s subgraphs too.
+template <typename Fn>
+void forEachProducerRead(const Node& n, const Graph& g, Fn& fn) {
+  for (const Value* v : n.inputs())
+    if (v && v->graph() == &g && v->producer()) fn(*v->producer());
+  n.forEachSubgraph([&](const Graph& sub) {
+    for (const auto& inner : sub.nodes()) forEachProducerRead(*inner, g, fn);
+  });
+}
+
+}  // namespace
+
+// Node::scratch holds each node's position; the edges are one flat array
+// (what a million-node graph can afford: no per-node containers).
 bool Rewriter::sortTopologically(Graph& g) {
   auto& nodes = IrAccess::nodes(g);
-  std::unordered_map<const Node*, size_t> index;
+  if (nodes.size() >= UINT32_MAX) fail(ExitCode::Internal, "sortTopologically: too many nodes");
+  const auto count = static_cast<uint32_t>(nodes.size());
   std::vector<Node*> order;
+  order.reserve(count);
   for (const auto& n : nodes) {
-    index[n.get()] = order.size();
+    n->scratch = order.size();
     order.push_back(n.get());
   }
-  // The node of g a value read from anywhere inside `n` is produced by.
-  std::vector<std::vector<size_t>> users(order.size());
-  std::vector<size_t> pending(order.size(), 0);
-  std::function<void(const Node&, size_t)> reads = [&](const Node& n, size_t at) {
-    for (Value* v : n.inputs())
-      if (v && v->graph() == &g && v->producer()) {
-        size_t from = index.at(v->producer());
-        users[from].push_back(at);
-        pending[at]++;
-      }
-    n.forEachSubgraph([&](Graph& sub) {
-      for (const auto& inner : sub.nodes()) reads(*inner, at);
-    });
-  };
-  for (size_t i = 0; i < order.size(); ++i) reads(*order[i], i);
-  // Kahn's algorithm, always taking the earliest ready node: stable.
-  std::set<size_t> ready;
-  for (size_t i = 0; i < order.size(); ++i)
-    if (pending[i] == 0) ready.insert(i);
-  std::vector<size_t> sorted;
-  while (!ready.empty()) {
-    size_t i = *ready.begin();
-    ready.erase(ready.begin());
-    sorted.push_back(i);
-    for (size_t u : users[i])
-      if (--pending[u] == 0) ready.insert(u);
+  // In order already (the usual case): nothing to build.
+  bool inOrder = true;
+  for (uint32_t at = 0; at < count && inOrder; ++at) {
+    auto before = [&](const Node& producer) { inOrder &= producer.scratch < at; };
+    forEachProducerRead(*order[at], g, before);
   }
-  if (sorted.size() != order.size()) fail(ExitCode::Internal, "sortTopologically: the graph has a cycle");
+  if (inOrder) return false;
+  // Edges producer -> reader as offsets into one array, and each reader's unmet count.
+  std::vector<uint32_t> first(static_cast<size_t>(count) + 1, 0), pending(count, 0);
+  for (uint32_t at = 0; at < count; ++at) {
+    auto tally = [&](const Node& producer) {
+      ++first[producer.scratch + 1];
+      ++pending[at];
+    };
+    forEachProducerRead(*order[at], g, tally);
+  }
+  for (uint32_t i = 0; i < count; ++i) first[i + 1] += first[i];
+  std::vector<uint32_t> readers(first[count]), next(first.begin(), first.end() - 1);
+  for (uint32_t at = 0; at < count; ++at) {
+    auto fill = [&](const Node& producer) { readers[next[producer.scratch]++] = at; };
+    forEachProducerRead(*order[at], g, fill);
+  }
+  // Kahn's algorithm, always taking the earliest ready node: stable.
+  std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>> ready;
+  for (uint32_t i = 0; i < count; ++i)
+    if (pending[i] == 0) ready.push(i);
+  std::vector<uint32_t> sorted;
+  sorted.reserve(count);
+  while (!ready.empty()) {
+    uint32_t i = ready.top();
+    ready.pop();
+    sorted.push_back(i);
+    for (uint32_t e = first[i]; e < first[i + 1]; ++e)
+      if (--pending[readers[e]] == 0) ready.push(readers[e]);
+  }
+  if (sorted.size() != count) fail(ExitCode::Internal, "sortTopologically: the graph has a cycle");
   bool moved = false;
-  for (size_t k = 0; k < sorted.size(); ++k) moved |= sorted[k] != k;
+  for (uint32_t k = 0; k < count; ++k)
+    if (sorted[k] != k) {
+      moved = true;
+      markChanged(order[sorted[k]]);
+    }
   if (!moved) return false;
-  std::list<std::unique_ptr<Node>> next;
-  std::vector<std::list<std::unique_ptr<Node>>::iterator> where;
-  for (auto it = nodes.begin(); it != nodes.end(); ++it) where.push_back(it);
-  for (size_t k = 0; k < sorted.size(); ++k)
-    if (sorted[k] != k) markChanged(where[sorted[k]]->get());
-  for (size_t k : sorted) next.splice(next.end(), nodes, where[k]);
-  nodes.swap(next);
+  // Splicing keeps every node's own iterator (Graph::position) valid.
+  std::list<std::unique_ptr<Node>> reordered;
+  for (uint32_t k : sorted) reordered.splice(reordered.end(), nodes, g.position(order[k]));
+  nodes.swap(reordered);
   return true;
 }
 

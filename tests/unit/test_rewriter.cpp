@@ -7,6 +7,7 @@
 #include "io/writer.h"
 #include "ir/rewriter.h"
 #include "ir/verifier.h"
+#include "support/error.h"
 #include "models.h"
 #include "support.h"
 
@@ -341,5 +342,44 @@ TEST_CASE("every kind of edit the Rewriter counts is a report key documented in 
     ChangeCounts one;
     one.*f.count = 1;
     CHECK(one.any());
+  }
+}
+
+TEST_CASE("sortTopologically: reads from subgraphs count, the order is kept where it can be, and a cycle is an error",
+          "[rewriter]") {
+  auto model = loadModel(test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (bool c, float[2] X) => (float[2] Y, float[2] Z) {
+  Y = If (c) <then_branch = t () => (float[2] ty) { ty = Neg (late) }, else_branch = e () => (float[2] ey) { ey = Abs (X) }>
+  p = Relu (X)
+  q = Sigmoid (X)
+  late = Tanh (X)
+  Z = Add (p, q)
+}
+)"));
+  Graph& g = model->graph();
+  Rewriter rw(*model);
+  auto names = [&] {
+    std::vector<std::string> out;
+    for (const auto& n : g.nodes()) out.push_back(n->opType());
+    return out;
+  };
+  // The If's then-branch reads `late`, so the If waits for Tanh; the earliest
+  // ready node goes first each time (Kahn's algorithm, stable): Relu and
+  // Sigmoid keep their order, Add stays last.
+  CHECK(rw.sortTopologically(g));
+  CHECK(names() == std::vector<std::string>{"Relu", "Sigmoid", "Tanh", "If", "Add"});
+  CHECK_FALSE(rw.sortTopologically(g));
+  // Relu reads Add's output, which reads Relu's: a cycle.
+  Node* relu = nullptr;
+  for (const auto& n : g.nodes())
+    if (n->opType() == "Relu") relu = n.get();
+  rw.setInput(relu, 0, g.findLocal("Z"));
+  try {
+    rw.sortTopologically(g);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::Internal);
+    CHECK_THAT(e.what(), Catch::Contains("cycle"));
   }
 }
