@@ -22,13 +22,6 @@ std::string shapeText(const onnx::TensorShapeProto& s) {
   return t + "]";
 }
 
-bool fullyStatic(const onnx::TypeProto& t) {
-  if (!t.has_tensor_type() || !t.tensor_type().has_shape()) return false;
-  for (const auto& d : t.tensor_type().shape().dim())
-    if (!d.has_dim_value()) return false;
-  return true;
-}
-
 // Whether `now` says at least what `was` said: same kind and element type,
 // a shape when `was` had one, each dimension `was` fixed still fixed.
 bool asSpecific(const onnx::TypeProto& now, const onnx::TypeProto& was) {

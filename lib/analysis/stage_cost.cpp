@@ -128,13 +128,13 @@ struct Item {
 
 namespace {
 
-// The main graph's first input that is not an initializer and has a leading dimension.
-const ValueInfo* firstBatchedInput(const Graph& g) {
-  for (const auto& in : g.inputs())
-    if (!in.value->isInitializer() && in.value->type() && in.value->type()->has_tensor_type() &&
-        in.value->type()->tensor_type().has_shape() && in.value->type()->tensor_type().shape().dim_size() > 0)
-      return &in;
-  return nullptr;
+// The leading dimension of a graph input that is not an initializer, when its type has one.
+const onnx::TensorShapeProto_Dimension* leadingDim(const ValueInfo& in) {
+  const onnx::TypeProto* t = in.value->type();
+  if (in.value->isInitializer() || !t || !t->has_tensor_type() || !t->tensor_type().has_shape() ||
+      t->tensor_type().shape().dim_size() == 0)
+    return nullptr;
+  return &t->tensor_type().shape().dim(0);
 }
 
 // The values that depend on the model's batched inputs: what they feed,
@@ -181,13 +181,9 @@ CostModel::CostModel(Model& model, const Options& options) : options_(options) {
   inferInOrder(rw);
   inferMissingTypes(rw);
   if (options.batch) {
-    for (const auto& in : model.graph().inputs()) {
-      const auto* type = in.value->type();
-      if (in.value->isInitializer() || !type || !type->has_tensor_type() || !type->tensor_type().has_shape()) continue;
-      const auto& shape = type->tensor_type().shape();
-      if (shape.dim_size() > 0 && shape.dim(0).has_dim_value() && shape.dim(0).dim_value() == modelBatch_)
+    for (const auto& in : model.graph().inputs())
+      if (const auto* dim = leadingDim(in); dim && dim->has_dim_value() && dim->dim_value() == modelBatch_)
         batched_.insert(in.value);
-    }
     markBatched(model.graph(), batched_);
   }
   collect(model);
@@ -208,10 +204,12 @@ CostModel::CostModel(Model& model, const Options& options) : options_(options) {
 std::vector<std::pair<Value*, onnx::TypeProto>> CostModel::setBatch(Rewriter& rw) {
   const int64_t batch = *options_.batch;
   Graph& g = rw.model().graph();
-  const ValueInfo* first = firstBatchedInput(g);
+  const onnx::TensorShapeProto_Dimension* first = nullptr;
+  for (const auto& in : g.inputs())
+    if ((first = leadingDim(in))) break;
   if (!first)
     usageError("--batch " + std::to_string(batch) + ": the model has no input with a leading (batch) dimension");
-  const auto leading = first->value->type()->tensor_type().shape().dim(0);
+  const auto leading = *first;  // a copy: the declarations below replace the types it is in
   std::vector<std::pair<Value*, onnx::TypeProto>> declared;
   if (leading.has_dim_value() && leading.dim_value() > 0) {
     modelBatch_ = leading.dim_value();
@@ -220,15 +218,11 @@ std::vector<std::pair<Value*, onnx::TypeProto>> CostModel::setBatch(Rewriter& rw
   modelBatch_ = batch;
   modelBatchSymbol_ = leading.dim_param().empty() ? "?" : leading.dim_param();
   for (const auto& in : g.inputs()) {
-    const auto* type = in.value->type();
-    if (in.value->isInitializer() || !type || !type->has_tensor_type() || !type->tensor_type().has_shape() ||
-        type->tensor_type().shape().dim_size() == 0)
-      continue;
-    const auto& dim = type->tensor_type().shape().dim(0);
-    if (dim.has_dim_value() || dim.dim_param() != leading.dim_param()) continue;
-    onnx::TypeProto set = *type;
+    const auto* dim = leadingDim(in);
+    if (!dim || dim->has_dim_value() || dim->dim_param() != leading.dim_param()) continue;
+    onnx::TypeProto set = *in.value->type();
     set.mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(batch);
-    declared.emplace_back(in.value, *type);
+    declared.emplace_back(in.value, *in.value->type());
     rw.declareType(g, in.value, std::move(set));
   }
   return declared;
@@ -277,7 +271,8 @@ void CostModel::collect(Model& model) {
     for (const Node* m : members) {
       if (model.findFunction(m->domain(), m->opType(), m->overload())) ++functionCalls_;
       OpCost calibration;
-      if (auto op = options_.calibration.ops.find(opKey(*m)); op != options_.calibration.ops.end()) {
+      const auto& ops = options_.calibration.ops;
+      if (auto op = ops.empty() ? ops.end() : ops.find(opKey(*m)); op != ops.end()) {
         calibration = op->second;
         matchedOps_.insert(op->first);
       }

@@ -342,14 +342,14 @@ bool refines(const onnx::TypeProto& now, const onnx::TypeProto& old) {
   return true;
 }
 
-bool staticType(const onnx::TypeProto& t) {
+}  // namespace
+
+bool fullyStatic(const onnx::TypeProto& t) {
   if (!t.has_tensor_type() || !t.tensor_type().has_shape()) return false;
   for (const auto& d : t.tensor_type().shape().dim())
     if (!d.has_dim_value()) return false;
   return true;
 }
-
-}  // namespace
 
 size_t refreshDynamicTypes(Rewriter& rw) {
   struct Dynamic {
@@ -369,7 +369,7 @@ size_t refreshDynamicTypes(Rewriter& rw) {
       if (!v->producer()) continue;
       auto d = declared.find(v.get());
       const onnx::TypeProto* written = d == declared.end() ? nullptr : d->second;
-      if (written && written->has_tensor_type() && !staticType(*written))
+      if (written && written->has_tensor_type() && !fullyStatic(*written))
         dynamic.push_back({&g, v.get(), *written, true});
       else if (v->type() && v->type()->has_tensor_type() && !staticShape(v.get()))
         dynamic.push_back({&g, v.get(), *v->type(), false});

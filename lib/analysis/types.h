@@ -39,6 +39,8 @@ std::string typeString(const onnx::TypeProto* type);
 
 // The value's shape when its type is known and every dimension is a number.
 std::optional<std::vector<int64_t>> staticShape(const ir::Value* v);
+// Whether a type is a tensor whose every dimension is a number.
+bool fullyStatic(const onnx::TypeProto& t);
 
 // Values made by nodes (main graph and subgraphs) whose type is not static
 // ("float[1,?,16]": an export's value_info written before shapes were fixed
