@@ -75,7 +75,7 @@ using pattern_detail::numbers;
 using pattern_detail::sameDomain;
 
 namespace {
-const std::vector<Value*> kNoValues;
+const ir::ValueList kNoValues;
 }
 
 Pattern::Pattern(onnx::FunctionProto match, onnx::FunctionProto replacement, std::string where,

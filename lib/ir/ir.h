@@ -23,81 +23,10 @@
 #include "support/buffer.h"
 #include "support/flat_map.h"
 #include "support/name_table.h"
+#include "support/small_vector.h"
+#include "ir/tensor.h"
 
 namespace graphrw::ir {
-
-class Graph;
-class Node;
-class Model;
-class Function;
-class ExternalFiles;
-class Builder;
-class Rewriter;
-class InlineCopier;
-class IrAccess;
-class AttributeInterner;  // attribute_interner.h
-
-// The classes allowed to edit the IR. Test targets (and only they: CMake
-// defines GRAPHRW_IR_TESTING for them, tests/arch/check_tree.py refuses it
-// anywhere else) add tests/ir_corruptor.h's Corruptor, which builds broken IR
-// on purpose; in every other target a class of that name has no access. The
-// friend declaration changes no layout or code, only what compiles.
-#ifdef GRAPHRW_IR_TESTING
-namespace testing {
-struct Corruptor;
-}
-#define GRAPHRW_IR_TEST_FRIEND friend struct ::graphrw::ir::testing::Corruptor
-#else
-#define GRAPHRW_IR_TEST_FRIEND static_assert(true)
-#endif
-#define GRAPHRW_IR_EDITORS                  \
-  friend class ::graphrw::ir::IrAccess;     \
-  friend class ::graphrw::ir::Builder;      \
-  friend class ::graphrw::ir::Rewriter;     \
-  friend class ::graphrw::ir::InlineCopier; \
-  GRAPHRW_IR_TEST_FRIEND
-
-// ---------------------------------------------------------------------------
-// Tensor: the metadata as ONNX keeps it (dims, data type, name, typed fields,
-// external_data) plus the raw bytes as a view never copied between loader and writer.
-class Tensor {
- public:
-  Tensor() = default;
-  explicit Tensor(onnx::TensorProto proto) : proto_(std::move(proto)) {}
-  // Raw bytes as a view (the proto holds no data).
-  Tensor(onnx::TensorProto meta, Bytes raw) : proto_(std::move(meta)), raw_(std::move(raw)) {}
-
-  const std::string& name() const { return proto_.name(); }
-  int32_t dataType() const { return proto_.data_type(); }
-  std::vector<int64_t> dims() const { return {proto_.dims().begin(), proto_.dims().end()}; }
-  int64_t elementCount() const;
-  bool isExternal() const { return proto_.data_location() == onnx::TensorProto::EXTERNAL; }
-
-  // The metadata. Its raw_data is empty when the payload is a view.
-  const onnx::TensorProto& proto() const { return proto_; }
-
-  // Raw bytes held as a view (large raw_data, or external data once loaded).
-  const std::optional<Bytes>& rawView() const { return raw_; }
-
-  // The external file this tensor's data lives in, when isExternal().
-  const std::shared_ptr<ExternalFiles>& externalFiles() const { return external_; }
-  // Reads (maps) external data on first use. Throws Error(BadInput).
-  Bytes externalBytes() const;
-  // Size in bytes of the tensor's data as stored (raw, typed or external).
-  uint64_t storedBytes() const;
-
- private:
-  // A tensor the IR holds is edited by the Rewriter only (a new tensor is
-  // built whole from its TensorProto and handed to Rewriter::addInitializer).
-  GRAPHRW_IR_EDITORS;
-  onnx::TensorProto& mutableProto() { return proto_; }
-  void setRawView(Bytes bytes) { raw_ = std::move(bytes); }
-  void clearRawView() { raw_.reset(); }
-  void setExternalFiles(std::shared_ptr<ExternalFiles> files) { external_ = std::move(files); }
-  onnx::TensorProto proto_;
-  std::optional<Bytes> raw_;
-  std::shared_ptr<ExternalFiles> external_;
-};
 
 // ---------------------------------------------------------------------------
 class Value;
@@ -108,13 +37,18 @@ struct Use {
   bool operator==(const Use& o) const { return node == o.node && index == o.index; }
 };
 
+// A node's inputs or outputs, a value's uses: one or two entries for nearly
+// every node, held inline (support/small_vector.h) instead of in a heap block.
+using ValueList = SmallVector<Value*, 2>;
+using UseList = SmallVector<Use, 1>;
+
 class Value {
  public:
   const std::string& name() const { return name_; }
   Graph* graph() const { return graph_; }
   Node* producer() const { return producer_; }
   int producerIndex() const { return producerIndex_; }
-  const std::vector<Use>& uses() const { return uses_; }
+  const UseList& uses() const { return uses_; }
   bool isGraphInput() const { return graphInput_; }
   bool isInitializer() const { return initializer_ != nullptr; }
   const Tensor* initializer() const { return initializer_; }
@@ -138,7 +72,7 @@ class Value {
   Graph* graph_ = nullptr;
   Node* producer_ = nullptr;
   int producerIndex_ = -1;
-  std::vector<Use> uses_;
+  UseList uses_;
   Tensor* initializer_ = nullptr;
   bool graphInput_ = false;
   bool sparseInitializer_ = false;
@@ -194,8 +128,8 @@ class Node {
   const std::string& overload() const { return *overload_; }
   Graph* graph() const { return graph_; }
 
-  const std::vector<Value*>& inputs() const { return inputs_; }    // nullptr: missing optional
-  const std::vector<Value*>& outputs() const { return outputs_; }  // nullptr: missing optional
+  const ValueList& inputs() const { return inputs_; }    // nullptr: missing optional
+  const ValueList& outputs() const { return outputs_; }  // nullptr: missing optional
   Value* input(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
   Value* output(size_t i) const { return i < outputs_.size() ? outputs_[i] : nullptr; }
 
@@ -239,7 +173,7 @@ class Node {
   const std::string* opType_ = &internSymbol({});
   const std::string* domain_ = opType_;
   const std::string* overload_ = opType_;
-  std::vector<Value*> inputs_, outputs_;
+  ValueList inputs_, outputs_;
   std::vector<Attribute> attrs_;
   std::unique_ptr<onnx::NodeProto> residual_;
   uint8_t presence_ = 0;
@@ -460,8 +394,8 @@ class IrAccess {
     n.opType_ = &internSymbol(opType);
     n.domain_ = &internSymbol(domain);
   }
-  static std::vector<Value*>& inputs(Node& n) { return n.inputs_; }
-  static std::vector<Value*>& outputs(Node& n) { return n.outputs_; }
+  static ValueList& inputs(Node& n) { return n.inputs_; }
+  static ValueList& outputs(Node& n) { return n.outputs_; }
   static void setProducer(Value& v, Node* n, int index) {
     v.producer_ = n;
     v.producerIndex_ = index;
