@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <mutex>
-#include <unordered_set>
 
 #include "ir/attribute_interner.h"
 #include "support/error.h"
@@ -11,23 +9,6 @@
 #include "support/wire.h"
 
 namespace graphrw::ir {
-
-const std::string& internSymbol(std::string_view s) {
-  static const std::string empty;
-  if (s.empty()) return empty;
-  // Looked up by the view itself: a symbol already held (nearly every call,
-  // once per node loaded) costs no string.
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view v) const { return std::hash<std::string_view>{}(v); }
-  };
-  static std::mutex mutex;
-  // Never destroyed: nodes of models alive at exit may still point into it.
-  static auto* table = new std::unordered_set<std::string, Hash, std::equal_to<>>();
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = table->find(s); it != table->end()) return *it;
-  return *table->emplace(s).first;
-}
 
 // ---------------------------------------------------------------------------
 // Tensor
@@ -226,7 +207,7 @@ void Graph::eraseValue(Value* v) {
   size_t slot = v->slot_;
   if (slot + 1 != values_.size()) {
     values_[slot] = std::move(values_.back());
-    values_[slot]->slot_ = slot;
+    values_[slot]->slot_ = static_cast<uint32_t>(slot);
   }
   values_.pop_back();
 }

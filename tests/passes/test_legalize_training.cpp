@@ -294,9 +294,9 @@ g (float[64] x) => (float[64] y) <float[64] w = {)" + values + R"(}> {
     ir::Rewriter rw(*model);
     ir::Value* old = g.findLocal("w");
     onnx::TensorProto t = metadata;  // a replacement holds its bytes in raw_data, not as a view
-    std::string raw = original;
-    std::memcpy(raw.data(), &first, 4);
-    t.set_raw_data(raw);
+    std::string bytes = original;
+    std::memcpy(bytes.data(), &first, 4);
+    t.set_raw_data(bytes);
     ir::Value* tmp = rw.addInitializer(g, "tmp", std::make_unique<ir::Tensor>(t));
     rw.replaceAllUsesWith(old, tmp);
     rw.eraseInitializer(old);

@@ -1,0 +1,53 @@
+// The process-wide tables of op types, domains and overloads that nodes point
+// into, and the layout budget that pointing buys: a node and a value each fit
+// one small allocator block.
+#include <mutex>
+#include <unordered_set>
+
+#include "ir/ir.h"
+
+namespace graphrw::ir {
+
+const std::string& internSymbol(std::string_view s) {
+  static const std::string empty;
+  if (s.empty()) return empty;
+  // Looked up by the view itself: a symbol already held (nearly every call,
+  // once per node loaded) costs no string.
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view v) const { return std::hash<std::string_view>{}(v); }
+  };
+  static std::mutex mutex;
+  // Never destroyed: nodes of models alive at exit may still point into it.
+  static auto* table = new std::unordered_set<std::string, Hash, std::equal_to<>>();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = table->find(s); it != table->end()) return *it;
+  return *table->emplace(s).first;
+}
+
+const OpSymbol& internOp(std::string_view opType, std::string_view domain, std::string_view overload) {
+  static const OpSymbol none{&internSymbol({}), &internSymbol({}), &internSymbol({})};
+  if (opType.empty() && domain.empty() && overload.empty()) return none;
+  OpSymbol key{&internSymbol(opType), &internSymbol(domain), &internSymbol(overload)};
+  struct Hash {
+    size_t operator()(const OpSymbol& o) const {
+      auto h = std::hash<const void*>{};
+      return h(o.opType) ^ (h(o.domain) * 31) ^ (h(o.overload) * 131);
+    }
+  };
+  struct Eq {
+    bool operator()(const OpSymbol& a, const OpSymbol& b) const {
+      return a.opType == b.opType && a.domain == b.domain && a.overload == b.overload;
+    }
+  };
+  static std::mutex mutex;
+  // Never destroyed, like internSymbol's table; its elements never move.
+  static auto* table = new std::unordered_set<OpSymbol, Hash, Eq>();
+  std::lock_guard<std::mutex> lock(mutex);
+  return *table->insert(key).first;
+}
+
+static_assert(sizeof(Value) <= 104, "Value fits the allocator's 112-byte block");
+static_assert(sizeof(Node) <= 152, "Node fits the allocator's 160-byte block");
+
+}  // namespace graphrw::ir
