@@ -16,7 +16,7 @@ namespace graphrw::ir::testing {
 
 struct Corruptor {
   static ValueList& inputs(Node& n) { return IrAccess::inputs(n); }
-  static std::list<std::unique_ptr<Node>>& nodes(Graph& g) { return IrAccess::nodes(g); }
+  static Graph::NodeList& nodes(Graph& g) { return IrAccess::nodes(g); }
   static void setProducer(Value& v, Node* n, int index) { IrAccess::setProducer(v, n, index); }
   static void addUse(Value* v, Node* n, int index) { Graph::addUse(v, n, index); }
   static void removeUse(Value* v, Node* n, int index) { Graph::removeUse(v, n, index); }

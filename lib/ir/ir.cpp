@@ -186,10 +186,10 @@ void Graph::makeDense(Value* v, std::unique_ptr<Tensor> tensor) {
 
 Node* Graph::appendNode(std::unique_ptr<Node> node) { return insertNode(nodes_.end(), std::move(node)); }
 
-Node* Graph::insertNode(std::list<std::unique_ptr<Node>>::const_iterator before, std::unique_ptr<Node> node) {
+Node* Graph::insertNode(NodeList::const_iterator before, std::unique_ptr<Node> node) {
   node->graph_ = this;
   Node* raw = node.get();
-  raw->self_ = nodes_.insert(before, std::move(node));
+  nodes_.insert(before, std::move(node));
   return raw;
 }
 

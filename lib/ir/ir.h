@@ -23,6 +23,7 @@
 #include "support/buffer.h"
 #include "support/flat_map.h"
 #include "support/name_table.h"
+#include "support/owning_list.h"
 #include "support/small_vector.h"
 #include "ir/tensor.h"
 
@@ -165,10 +166,6 @@ class Node {
   enum Presence : uint8_t { kName = 1, kOpType = 2, kDomain = 4 };
   uint8_t presence() const { return presence_; }
 
-  // Scratch space for graph algorithms (an order index, a visited mark); its
-  // value means nothing between algorithms.
-  mutable uint64_t scratch = 0;
-
  private:
   friend class Graph;
   GRAPHRW_IR_EDITORS;
@@ -184,8 +181,18 @@ class Node {
   std::vector<Attribute> attrs_;
   std::unique_ptr<onnx::NodeProto> residual_;
   uint8_t presence_ = 0;
+ public:
+  // Scratch space for graph algorithms (an order index, a visited mark); its
+  // value means nothing between algorithms. Beside presence_: no padding.
+  mutable uint32_t scratch = 0;
+
+ private:
   Graph* graph_ = nullptr;
-  std::list<std::unique_ptr<Node>>::iterator self_;
+  // Its graph's node list (support/owning_list.h): this node owns the next.
+  template <typename>
+  friend class ::graphrw::OwningList;
+  std::unique_ptr<Node> next_;
+  Node* prev_ = nullptr;
 };
 
 // ---------------------------------------------------------------------------
@@ -222,7 +229,8 @@ class Graph {
   const NameTable& names() const { return *names_; }
   const NameTable& nodeNames() const { return *nodeNames_; }
 
-  const std::list<std::unique_ptr<Node>>& nodes() const { return nodes_; }
+  using NodeList = OwningList<Node>;
+  const NodeList& nodes() const { return nodes_; }
   size_t nodeCount() const { return nodes_.size(); }
   const std::vector<ValueInfo>& inputs() const { return inputs_; }
   const std::vector<ValueInfo>& outputs() const { return outputs_; }
@@ -238,7 +246,7 @@ class Graph {
 
   const onnx::GraphProto& residual() const { return residual_; }
   // Where a node of this graph stands in nodes().
-  std::list<std::unique_ptr<Node>>::const_iterator position(const Node* node) const { return node->self_; }
+  NodeList::const_iterator position(const Node* node) const { return nodes_.at(node); }
   // The function whose body holds this graph (at any depth), or nullptr for
   // the main graph and its subgraphs: the one answer to "which scope is this".
   Function* owningFunction() const;
@@ -270,7 +278,7 @@ class Graph {
   // The sparse initializer v becomes the dense initializer `tensor`.
   void makeDense(Value* v, std::unique_ptr<Tensor> tensor);
   Node* appendNode(std::unique_ptr<Node> node);
-  Node* insertNode(std::list<std::unique_ptr<Node>>::const_iterator before, std::unique_ptr<Node> node);
+  Node* insertNode(NodeList::const_iterator before, std::unique_ptr<Node> node);
   void eraseValue(Value* v);  // must be unused and unproduced
   // Removes this graph's value_info entries for v; returns how many.
   size_t removeValueInfo(const Value* v);
@@ -288,7 +296,7 @@ class Graph {
   NameTable* names_;
   NameTable* nodeNames_;
   onnx::GraphProto residual_;  // name, doc_string, quantization_annotation, unknown fields
-  std::list<std::unique_ptr<Node>> nodes_;
+  NodeList nodes_;
   std::vector<std::unique_ptr<Value>> values_;
   struct ValueName {
     std::string_view operator()(const Value* v) const { return v->name(); }
@@ -413,7 +421,7 @@ class IrAccess {
   static Graph::ValueIndex& byName(Graph& g) { return g.byName_; }
   static std::vector<ValueInfo>& inputs(Graph& g) { return g.inputs_; }
   static std::vector<ValueInfo>& outputs(Graph& g) { return g.outputs_; }
-  static std::list<std::unique_ptr<Node>>& nodes(Graph& g) { return g.nodes_; }
+  static Graph::NodeList& nodes(Graph& g) { return g.nodes_; }
   static std::unique_ptr<Node> newNode() { return std::unique_ptr<Node>(new Node()); }
   static FunctionKey& key(Function& f) { return f.key_; }
   static std::vector<Attribute>& attributes(Node& n) { return n.attrs_; }

@@ -277,8 +277,8 @@ bool Rewriter::sortTopologically(Graph& g) {
       markChanged(order[sorted[k]]);
     }
   if (!moved) return false;
-  // Splicing keeps every node's own iterator (Graph::position) valid.
-  std::list<std::unique_ptr<Node>> reordered;
+  // Splicing relinks each node without moving it: pointers to nodes stay valid.
+  Graph::NodeList reordered;
   for (uint32_t k : sorted) reordered.splice(reordered.end(), nodes, g.position(order[k]));
   nodes.swap(reordered);
   return true;
