@@ -88,8 +88,7 @@ class ProtoBuilder {
       : materialize_(materialize), options_(options), relocate_(relocate), data_(data) {}
 
   std::vector<Bytes> payloads;
-  // When set, the main graph's nodes are serialized here one at a time (as
-  // GraphProto field 1) instead of being held as NodeProtos all at once.
+  // When set, the main graph's nodes are serialized here one at a time (as GraphProto field 1), not all at once.
   ModelBytes* mainNodes = nullptr;
 
   void functionOnly(const Function& f, onnx::FunctionProto& out) { function(f, out); }
@@ -109,6 +108,7 @@ class ProtoBuilder {
         p = pbio::CodedOutputStream::WriteVarint64ToArray(size, p);
         p = np.SerializeWithCachedSizesToArray(p);
         mainNodes->commit(static_cast<size_t>(p - start));
+        if (options_.spillNodesAt > 0 && mainNodes->appended() >= options_.spillNodesAt) mainNodes->spillNodes(payloads);
       }
     }
     graph(m.graph(), *out.mutable_graph(), /*withNodes=*/mainNodes == nullptr);
@@ -388,7 +388,7 @@ std::string serialize(const Model& model) {
   WriteOptions options;
   ProtoBuilder builder(false, options, false, nullptr);
   auto bytes = serializeStreamed(builder, model);
-  auto spliced = wire::splicePayloads(bytes->view(), builder.payloads);
+  auto spliced = wire::splicePayloads(bytes->view(), builder.payloads, &bytes->lead());
   std::string out;
   out.reserve(spliced.size);
   for (const auto& p : spliced.pieces) out.append(p.data, p.size);
@@ -466,7 +466,7 @@ WriteResult writeModel(Model& model, const std::string& path, const WriteOptions
 
   ProtoBuilder builder(false, options, relocate, useData ? &data : nullptr);
   auto bytes = serializeStreamed(builder, model);
-  auto spliced = wire::splicePayloads(bytes->view(), builder.payloads);
+  auto spliced = wire::splicePayloads(bytes->view(), builder.payloads, &bytes->lead());
   if (spliced.size > kProtobufLimit)
     overProtobufLimit(std::to_string(spliced.size) + " bytes, ");
 

@@ -24,6 +24,10 @@ struct WriteOptions {
   uint64_t threshold = 1024;
   // Files the command read (its input models): an external data file may not replace one.
   std::vector<std::filesystem::path> protect;
+  // Main-graph node bytes held in memory before they move to the spill file
+  // (support/model_bytes.h): a large graph's serialized nodes then cost page
+  // cache, not memory. Tests lower it; 0 never moves them.
+  size_t spillNodesAt = size_t{8} << 20;
 };
 
 struct WriteResult {

@@ -257,7 +257,7 @@ bool writeAllAt(int fd, const char* p, size_t size, uint64_t offset) {
 
 }  // namespace
 
-Bytes Buffer::spill(std::string_view bytes) {
+Bytes Buffer::spill(std::string_view bytes, const char* what) {
   Spill& s = spillFile();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (bytes.empty() || s.failed) return Bytes::copyOf(bytes);
@@ -265,7 +265,7 @@ Bytes Buffer::spill(std::string_view bytes) {
   // succeeds, but a user limiting memory is told once why it grows.
   auto inMemory = [&](const std::string& why) {
     if (!std::exchange(s.warned, true))
-      spdlog::warn("folded weights are kept in memory: {} (set TMPDIR to a writable folder with space)", why);
+      spdlog::warn("{} are kept in memory: {} (set TMPDIR to a writable folder with space)", what, why);
     return Bytes::copyOf(bytes);
   };
   try {

@@ -53,7 +53,8 @@ class Buffer {
   // $TMPDIR, else /tmp) and mapped from there: a computed payload (a folded
   // weight) then costs page cache, not memory, and the writer copies it file
   // to file. Without a usable temporary file the bytes are kept in memory.
-  static Bytes spill(std::string_view bytes);
+  // `what` names the bytes in the one warning given when they stay in memory.
+  static Bytes spill(std::string_view bytes, const char* what = "folded weights");
   // Takes ownership of a string's bytes.
   static std::shared_ptr<const Buffer> fromString(std::string bytes);
 

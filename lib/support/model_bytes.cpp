@@ -43,6 +43,31 @@ void ModelBytes::append(std::string_view bytes) {
   commit(bytes.size());
 }
 
+void ModelBytes::spillNodes(const std::vector<Bytes>& payloads) {
+  if (appended() == 0) return;
+  wire::Spliced spliced = wire::spliceGraphFields({data() + headroom_, appended()}, payloads);
+  // Runs of bytes in memory go to the spill file; payloads already in a file stay where they are.
+  std::string run;
+  auto moveRun = [&] {
+    if (run.empty()) return;
+    Bytes moved = Buffer::spill(run, "serialized nodes");
+    lead_.pieces.push_back(wire::payloadPiece(moved));
+    spilled_.push_back(std::move(moved));
+    run.clear();
+  };
+  for (const wire::Piece& piece : spliced.pieces) {
+    if (piece.file) {
+      moveRun();
+      lead_.pieces.push_back(piece);
+    } else {
+      run.append(piece.data, piece.size);
+    }
+  }
+  moveRun();
+  lead_.size += spliced.size;
+  size_ = headroom_;
+}
+
 void ModelBytes::finish(std::string_view rest) {
   wire::Reader r(rest);
   wire::Field f;

@@ -13,12 +13,21 @@
 // The storage is a reservation of address space (anonymous, MAP_NORESERVE):
 // it grows in place and only the pages written count against memory. Where the
 // reservation cannot be made (strict overcommit, ulimit -v), a std::string is used.
+//
+// A large graph's nodes do not stay in memory: once `spillAt` bytes of them
+// are held, spillNodes() splices their payloads in and moves them to the
+// process's spill file (Buffer::spill), and the storage is used again. The
+// writer then copies them file to file; lead() says where they go.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "support/buffer.h"
+#include "support/wire.h"
 
 namespace graphrw {
 
@@ -38,8 +47,18 @@ class ModelBytes {
   char* extend(size_t n);
   void commit(size_t n) { size_ += n; }
   void append(std::string_view bytes);
-  // Bytes appended so far (the nodes, before finish()).
+  // Bytes appended so far and held in memory (the nodes, before finish()).
   size_t appended() const { return size_ - headroom_; }
+
+  // Node bytes held in memory past which the writer calls spillNodes().
+  static constexpr size_t kSpillAt = size_t{8} << 20;
+  // Splices the nodes held in memory (GraphProto fields whose placeholders
+  // index `payloads`) and moves them to the spill file, after any moved
+  // before. `payloads` must outlive this object. Not after finish().
+  void spillNodes(const std::vector<Bytes>& payloads);
+  // The moved nodes: they go first in the main graph, ahead of view()'s
+  // (wire::splicePayloads' `lead`). Empty when nothing was moved.
+  const wire::GraphLead& lead() const { return lead_; }
 
   // `rest`: the serialized model whose graph (field 7) lacks the nodes.
   // Throws std::runtime_error when `rest` has no graph field.
@@ -57,6 +76,8 @@ class ModelBytes {
   size_t headroom_;
   size_t size_;       // bytes in use, from the start of the storage
   size_t begin_ = 0;  // where the model starts once finished
+  wire::GraphLead lead_;
+  std::vector<Bytes> spilled_;  // owners of lead_'s spill-file pieces
 };
 
 }  // namespace graphrw

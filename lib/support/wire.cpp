@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 namespace graphrw::wire {
 namespace {
@@ -257,7 +258,8 @@ namespace {
 
 class Splicer {
  public:
-  Splicer(const std::vector<Bytes>& payloads, Spliced& out) : payloads_(payloads), out_(out) {}
+  Splicer(const std::vector<Bytes>& payloads, Spliced& out, const GraphLead* lead)
+      : payloads_(payloads), out_(out), lead_(lead) {}
 
   void push(const char* data, size_t size) { push(Piece{data, size}); }
   void push(const Piece& piece) {
@@ -284,26 +286,36 @@ class Splicer {
     Field f;
     while (r.next(f)) {
       Kind child = f.type == WireType::Len ? childKind(kind, f.number) : Kind::Other;
-      if (child == Kind::Other || !containsPlaceholder(f.payload, child)) {
+      const GraphLead* lead = child == Kind::Graph && kind == Kind::Model ? std::exchange(lead_, nullptr) : nullptr;
+      if (!lead && (child == Kind::Other || !containsPlaceholder(f.payload, child))) {
         push(f.begin, static_cast<size_t>(f.end - f.begin));
         length += static_cast<uint64_t>(f.end - f.begin);
         continue;
       }
-      // The child's new length is needed before its bytes: emit into a scratch list first.
-      std::vector<Piece> saved;
-      saved.swap(out_.pieces);
-      uint64_t inner = message(f.payload, child);
-      std::vector<Piece> childPieces;
-      childPieces.swap(out_.pieces);
-      out_.pieces.swap(saved);
-      pushHeader(f.number, inner);
-      for (const Piece& p : childPieces) push(p);
-      length += out_.headers.back().size() + inner;
+      length += rewritten(f, child, lead);
     }
     return length;
   }
 
  private:
+  // Emits a length-delimited field whose length changes (its payloads are
+  // spliced in, or `lead` goes first); returns the field's new size.
+  uint64_t rewritten(const Field& f, Kind child, const GraphLead* lead) {
+    // The child's new length is needed before its bytes: emit into a scratch list first.
+    std::vector<Piece> saved;
+    saved.swap(out_.pieces);
+    uint64_t inner = message(f.payload, child);
+    std::vector<Piece> childPieces;
+    childPieces.swap(out_.pieces);
+    out_.pieces.swap(saved);
+    if (lead) inner += lead->size;
+    pushHeader(f.number, inner);
+    if (lead)
+      for (const Piece& p : lead->pieces) push(p);
+    for (const Piece& p : childPieces) push(p);
+    return out_.headers.back().size() + inner;
+  }
+
   uint64_t tensor(std::string_view bytes) {
     std::vector<Field> fields;
     std::optional<uint64_t> index;
@@ -353,6 +365,7 @@ class Splicer {
 
   const std::vector<Bytes>& payloads_;
   Spliced& out_;
+  const GraphLead* lead_;
 };
 
 }  // namespace
@@ -400,10 +413,17 @@ std::vector<Piece> coalesce(const std::vector<Piece>& pieces, size_t maxCompare)
   return out;
 }
 
-Spliced splicePayloads(std::string_view serialized, const std::vector<Bytes>& payloads) {
+Spliced splicePayloads(std::string_view serialized, const std::vector<Bytes>& payloads, const GraphLead* lead) {
   Spliced out;
-  Splicer splicer(payloads, out);
+  Splicer splicer(payloads, out, lead && !lead->empty() ? lead : nullptr);
   out.size = splicer.message(serialized, Kind::Model);
+  return out;
+}
+
+Spliced spliceGraphFields(std::string_view fields, const std::vector<Bytes>& payloads) {
+  Spliced out;
+  Splicer splicer(payloads, out, nullptr);
+  out.size = splicer.message(fields, Kind::Graph);
   return out;
 }
 

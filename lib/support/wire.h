@@ -99,7 +99,18 @@ class Spliced {
 // An unchanged model then copies as one range, in the kernel. Memory pieces
 // over `maxCompare` bytes are never compared.
 std::vector<Piece> coalesce(const std::vector<Piece>& pieces, size_t maxCompare = 16u << 20);
-// `serialized` must outlive the result; so must the payloads' owners.
-Spliced splicePayloads(std::string_view serialized, const std::vector<Bytes>& payloads);
+// Bytes that belong at the very start of the main graph (ModelProto field 7),
+// ahead of what `serialized` holds there: main-graph nodes already spliced and
+// moved out of memory (ModelBytes::spillNodes).
+struct GraphLead {
+  std::vector<Piece> pieces;
+  uint64_t size = 0;
+  bool empty() const { return pieces.empty(); }
+};
+// `serialized` must outlive the result; so must the payloads' owners and the
+// lead's pieces.
+Spliced splicePayloads(std::string_view serialized, const std::vector<Bytes>& payloads, const GraphLead* lead = nullptr);
+// The same for a run of GraphProto fields on their own (a batch of nodes).
+Spliced spliceGraphFields(std::string_view fields, const std::vector<Bytes>& payloads);
 
 }  // namespace graphrw::wire

@@ -83,6 +83,106 @@ TEST_CASE("model bytes: streamed nodes framed by the model's other fields, whate
   CHECK_THROWS(none.finish(std::string("\x08\x07", 2)));  // ir_version only: no graph to hold nodes
 }
 
+namespace {
+
+// A chain of Identity nodes with, every 25th node, a Constant whose 4000-byte
+// payload the loader keeps out of the node's bytes (a placeholder to splice).
+onnx::ModelProto longChain(int nodes) {
+  auto proto = test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (float[4] X) => (float[4] Y) { Y = Identity(X) }
+)");
+  auto* g = proto.mutable_graph();
+  g->clear_node();
+  std::string prev = "X";
+  for (int i = 0; i < nodes; ++i) {
+    auto* n = g->add_node();
+    n->set_name("/chain/step." + std::to_string(i));
+    if (i % 25 == 7) {
+      n->set_op_type("Constant");
+      n->add_output("c" + std::to_string(i));
+      auto* a = n->add_attribute();
+      a->set_name("value");
+      a->set_type(onnx::AttributeProto::TENSOR);
+      a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+      a->mutable_t()->add_dims(1000);
+      a->mutable_t()->set_raw_data(std::string(4000, static_cast<char>('a' + i % 26)));
+      auto* out = g->add_output();
+      out->set_name("c" + std::to_string(i));
+      continue;
+    }
+    n->set_op_type("Identity");
+    n->add_input(prev);
+    prev = i + 1 == nodes ? "Y" : "v" + std::to_string(i);
+    n->add_output(prev);
+  }
+  return proto;
+}
+
+}  // namespace
+
+TEST_CASE("model bytes: nodes moved to the spill file go first in the graph", "[writer]") {
+  auto proto = longChain(60);
+  const std::string expected = proto.SerializeAsString();
+  onnx::ModelProto rest = proto;
+  rest.mutable_graph()->clear_node();
+  for (int every : {1, 7, 1000}) {
+    ModelBytes bytes(64);
+    int held = 0;
+    for (const auto& n : proto.graph().node()) {
+      std::string field;
+      wire::appendLenField(field, 1, n.SerializeAsString());
+      bytes.append(field);
+      if (++held % every == 0) {
+        bytes.spillNodes({});
+        CHECK(bytes.appended() == 0);  // the storage is used again
+      }
+    }
+    bytes.finish(rest.SerializeAsString());
+    INFO("spilled every " << every << " nodes");
+    CHECK(bytes.lead().empty() == (every > 60));
+    for (const auto& piece : bytes.lead().pieces) CHECK(piece.file != nullptr);  // in the spill file, not memory
+    auto spliced = wire::splicePayloads(bytes.view(), {}, &bytes.lead());
+    std::string written;
+    for (const auto& piece : spliced.pieces) written.append(piece.data, piece.size);
+    CHECK(spliced.size == expected.size());
+    CHECK(written == expected);
+  }
+}
+
+TEST_CASE("write is byte-identical when the nodes move to the spill file, payloads and all", "[writer]") {
+  auto proto = longChain(400);
+  test::TempDir dir;
+  test::writeProto(proto, dir / "in.onnx");
+  auto model = loadModel((dir / "in.onnx").string());
+  const std::string expected = proto.SerializeAsString();
+  for (size_t at : {size_t{0}, size_t{1}, size_t{500}, size_t{20000}, WriteOptions{}.spillNodesAt}) {
+    INFO("spill at " << at);
+    WriteOptions options;
+    options.spillNodesAt = at;
+    auto result = writeModel(*model, (dir / "out.onnx").string(), options);
+    CHECK(result.modelBytes == expected.size());
+    CHECK(test::readFile(dir / "out.onnx") == expected);
+  }
+  // Standard output takes the spilled nodes too.
+  WriteOptions options;
+  options.spillNodesAt = 300;
+  int saved = dup(1);
+  int fd = open((dir / "stdout").c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  REQUIRE((saved >= 0 && fd >= 0));
+  dup2(fd, 1);
+  close(fd);
+  try {
+    writeModel(*model, "-", options);
+  } catch (...) {
+    dup2(saved, 1);
+    throw;
+  }
+  dup2(saved, 1);
+  close(saved);
+  CHECK(test::readFile(dir / "stdout") == expected);
+}
+
 TEST_CASE("toProto materializes every payload", "[writer]") {
   auto proto = rawModel();
   auto model = loadModel(Buffer::fromString(proto.SerializeAsString()), ".", "m");
