@@ -14,10 +14,11 @@
 // it grows in place and only the pages written count against memory. Where the
 // reservation cannot be made (strict overcommit, ulimit -v), a std::string is used.
 //
-// A large graph's nodes do not stay in memory: once `spillAt` bytes of them
-// are held, spillNodes() splices their payloads in and moves them to the
-// process's spill file (Buffer::spill), and the storage is used again. The
-// writer then copies them file to file; lead() says where they go.
+// A large graph's nodes do not stay in memory: once the writer's
+// WriteOptions::spillNodesAt bytes of them are held, spillNodes() splices
+// their payloads in and moves them to the process's spill file
+// (Buffer::spill), and the storage is used again. The writer then copies them
+// file to file; lead() says where they go.
 #pragma once
 
 #include <cstddef>
@@ -50,8 +51,6 @@ class ModelBytes {
   // Bytes appended so far and held in memory (the nodes, before finish()).
   size_t appended() const { return size_ - headroom_; }
 
-  // Node bytes held in memory past which the writer calls spillNodes().
-  static constexpr size_t kSpillAt = size_t{8} << 20;
   // Splices the nodes held in memory (GraphProto fields whose placeholders
   // index `payloads`) and moves them to the spill file, after any moved
   // before. `payloads` must outlive this object. Not after finish().
