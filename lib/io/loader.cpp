@@ -28,10 +28,7 @@ std::unique_ptr<ir::Model> loadModel(std::shared_ptr<const Buffer> bytes, const 
     if (!proto.ParseFromString(stripped.bytes)) badInput("not an ONNX model (protobuf parse failed)");
     std::string().swap(stripped.bytes);  // parsed: free it before the IR is built
     if (!proto.has_graph()) badInput("not an ONNX model (no graph)");
-    auto model = buildModel(proto, stripped.payloads, std::make_shared<ir::ExternalFiles>(baseDir), stripped.mainNodes);
-    // Parsed: the nodes' bytes in a mapped file need not stay in memory.
-    if (!stripped.mainNodes.empty()) bytes->releaseBefore(stripped.mainNodes.back().data() + stripped.mainNodes.back().size());
-    return model;
+    return buildModel(proto, stripped.payloads, std::make_shared<ir::ExternalFiles>(baseDir), &stripped.mainNodes);
   } catch (const Error& e) {
     fail(e.code(), displayName + ": " + e.what());
   }

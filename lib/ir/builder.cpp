@@ -31,10 +31,10 @@ class Builder {
   Builder(Model& model, const std::vector<Bytes>& payloads, std::shared_ptr<ExternalFiles> external)
       : model_(model), payloads_(payloads), external_(std::move(external)) {}
 
-  void model(onnx::ModelProto& proto, const std::vector<std::string_view>& mainNodes) {
+  void model(onnx::ModelProto& proto, wire::MainNodes* mainNodes) {
     std::unique_ptr<onnx::GraphProto> graph(proto.release_graph());
     if (!graph) badInput("the model has no graph");
-    loadGraph(*graph, model_.graph(), &mainNodes);
+    loadGraph(*graph, model_.graph(), mainNodes);
     for (auto& fp : *proto.mutable_functions()) model_.addFunction(function(fp));
     proto.clear_functions();
     model_.mutableResidual() = std::move(proto);
@@ -172,10 +172,11 @@ class Builder {
 
   // The main graph's nodes as the wire stripper split them off: parsed one
   // at a time into a reused proto.
-  void nodes(const std::vector<std::string_view>& bytes, Graph& g) {
-    nodes(bytes.size(), [&](size_t i, std::unique_ptr<onnx::NodeProto> spare) {
+  void nodes(wire::MainNodes& stream, Graph& g) {
+    nodes(stream.size(), [&](size_t i, std::unique_ptr<onnx::NodeProto> spare) {
       if (!spare) spare = std::make_unique<onnx::NodeProto>();
-      if (!spare->ParseFromArray(bytes[i].data(), static_cast<int>(bytes[i].size())))
+      std::string_view bytes = stream.next();
+      if (!spare->ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
         badInput("not an ONNX model (protobuf parse failed in the graph's node " + std::to_string(i) + ")");
       return spare;
     }, g);
@@ -205,7 +206,7 @@ class Builder {
     return g.addValue(name);
   }
 
-  void loadGraph(onnx::GraphProto& gp, Graph& g, const std::vector<std::string_view>* splitNodes = nullptr) {
+  void loadGraph(onnx::GraphProto& gp, Graph& g, wire::MainNodes* splitNodes = nullptr) {
     size_t values = static_cast<size_t>(gp.input_size() + gp.initializer_size() + gp.value_info_size());
     if (splitNodes) values += splitNodes->size();  // about one output each
     for (const auto& n : gp.node()) values += static_cast<size_t>(n.output_size());
@@ -226,7 +227,10 @@ class Builder {
       g.addSparseInitializer(v, std::move(sp));
     }
     nodes(*gp.mutable_node(), g);  // empty when the stripper split them off
-    if (splitNodes) nodes(*splitNodes, g);
+    if (splitNodes) {
+      nodes(*splitNodes, g);
+      splitNodes->release();
+    }
     for (auto& vi : *gp.mutable_output()) {
       Value* v = g.find(vi.name());
       if (!v) badInput("graph output '" + vi.name() + "' is produced by nothing");
@@ -344,7 +348,7 @@ void rejectCallCycles(const Model& model) {
 
 std::unique_ptr<ir::Model> buildModel(onnx::ModelProto& proto, const std::vector<Bytes>& payloads,
                                       std::shared_ptr<ir::ExternalFiles> external,
-                                      const std::vector<std::string_view>& mainNodes) {
+                                      wire::MainNodes* mainNodes) {
   auto model = std::make_unique<Model>();
   Builder(*model, payloads, external).model(proto, mainNodes);
   // A graph whose nodes are out of order is accepted as it is (and reported by

@@ -14,16 +14,20 @@
 #include "support/buffer.h"
 #include "support/external_data.h"
 
+namespace graphrw::wire {
+class MainNodes;
+}
+
 namespace graphrw::ir {
 
 // Consumes `proto`. `payloads` are the views the wire stripper took out of
 // it (TensorProto placeholders index them); external data resolves through
 // `external`. `mainNodes`, when the stripper split them off, are the main
 // graph's nodes as NodeProto bytes: parsed one at a time, after the graph's
-// other fields. Throws Error(BadInput) naming what is wrong, e.g. a cycle.
+// other fields, and let go of as they are. Throws Error(BadInput) naming what is wrong, e.g. a cycle.
 std::unique_ptr<Model> buildModel(onnx::ModelProto& proto, const std::vector<Bytes>& payloads,
                                   std::shared_ptr<ExternalFiles> external,
-                                  const std::vector<std::string_view>& mainNodes = {});
+                                  wire::MainNodes* mainNodes = nullptr);
 // A function for `model` (not added to its library), e.g. a schema's body.
 std::unique_ptr<Function> buildFunction(Model& model, onnx::FunctionProto proto);
 // An attribute of `node` in `owner` built from its proto, subgraphs included, as the loader builds them.

@@ -89,11 +89,18 @@ class MappedBuffer final : public Buffer {
   }
   // Page-cache folios are mapped whole on a fault (128 KiB and more on recent
   // kernels), so a scan that reads a few header bytes per tensor would make
-  // most of the file resident; passed ranges are dropped every 16 MiB.
+  // most of the file resident; passed ranges are dropped every 16 MiB. A call
+  // well behind the last drop starts a new scan (the loader reads the main
+  // graph's nodes a second time): it drops from there on.
   void releaseBefore(const char* p) const override {
     constexpr size_t kStep = 16u << 20, kMargin = 1u << 20;
     if (p < data_ || p > data_ + size_) return;
     size_t upTo = static_cast<size_t>(p - data_);
+    if (upTo + kStep < released_) {
+      size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+      released_ = upTo / page * page;
+      return;
+    }
     if (upTo < released_ + kStep + kMargin) return;
     size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     size_t end = (upTo - kMargin) / page * page;

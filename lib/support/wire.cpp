@@ -187,6 +187,7 @@ class Stripper {
 
   void message(std::string_view bytes, Kind kind, std::string& out, int depth) {
     if (depth > kMaxDepth) throw std::runtime_error("messages nested too deeply");
+    if (kind == Kind::Graph && depth == 1 && splitMainNodes_) result_.mainNodes.beginGraph(source_, bytes);
     Reader r(bytes);
     Field f;
     while (r.next(f)) {
@@ -230,8 +231,10 @@ class Stripper {
     size_t payloads = result_.payloads.size();
     scratch_.clear();
     message(bytes, Kind::Node, scratch_, depth);
-    if (result_.payloads.size() == payloads) result_.mainNodes.push_back(bytes);
-    else result_.mainNodes.push_back(result_.nodeCopies.emplace_back(scratch_));
+    if (result_.payloads.size() == payloads) result_.mainNodes.add(std::nullopt);
+    else result_.mainNodes.add(scratch_);
+    // The loader reads the node again; until then its pages need not stay.
+    source_->releaseBefore(bytes.data() + bytes.size());
   }
 
   const std::shared_ptr<const Buffer>& source_;
@@ -242,6 +245,43 @@ class Stripper {
 };
 
 }  // namespace
+
+void MainNodes::beginGraph(std::shared_ptr<const Buffer> source, std::string_view graph) {
+  source_ = std::move(source);
+  graphs_.push_back(graph);
+}
+
+void MainNodes::add(std::optional<std::string> copy) {
+  if (copy) {
+    copies_.push_back(std::move(*copy));
+    copyAt_.push_back(count_);
+  }
+  ++count_;
+}
+
+std::string_view MainNodes::next() {
+  if (index_ >= count_) throw std::out_of_range("MainNodes::next past the last node");
+  Field f;
+  for (;;) {
+    if (!reader_) reader_.emplace(graphs_.at(graph_++));
+    if (!reader_->next(f)) {
+      reader_.reset();
+      continue;
+    }
+    // The fields the stripper split off: GraphProto.node, length-delimited.
+    if (f.number == 1 && f.type == WireType::Len) break;
+  }
+  // The pages before this node were parsed with the previous ones.
+  if (source_) source_->releaseBefore(f.begin);
+  done_ = f.end;
+  size_t index = index_++;
+  if (copy_ < copyAt_.size() && copyAt_[copy_] == index) return copies_[copy_++];
+  return f.payload;
+}
+
+void MainNodes::release() const {
+  if (source_ && done_) source_->releaseBefore(done_);
+}
 
 Stripped stripPayloads(const std::shared_ptr<const Buffer>& source, size_t threshold, bool splitMainNodes) {
   Stripped result;

@@ -65,15 +65,46 @@ void sortByNumber(google::protobuf::UnknownFieldSet& fields);
 void appendLenField(std::string& out, uint32_t number, std::string_view value);
 
 // Loader side.
+
+// The main graph's nodes as stripPayloads(splitMainNodes) took them out of
+// the model: each one NodeProto's bytes (placeholders included), handed out in
+// order by next(). A node with no payload (almost every node) is read from the
+// source where it lies, found again by walking the graph's fields, so the
+// stream costs no memory per node; the few that held payloads are stripped
+// copies. As the stream moves on, the source's pages behind it are let go.
+class MainNodes {
+ public:
+  size_t size() const { return count_; }
+  // The next node's bytes, valid until the source is released; throws
+  // std::out_of_range past the end.
+  std::string_view next();
+  // Lets the source's pages up to the end of the last node handed out go.
+  void release() const;
+
+  // For the stripper: a ModelProto.graph occurrence begins (its bytes, a view
+  // of the source), and one of its nodes, with its stripped copy when it held
+  // payloads.
+  void beginGraph(std::shared_ptr<const Buffer> source, std::string_view graph);
+  void add(std::optional<std::string> copy);
+
+ private:
+  std::shared_ptr<const Buffer> source_;
+  std::vector<std::string_view> graphs_;  // each occurrence of ModelProto.graph
+  std::deque<std::string> copies_;        // the nodes that held payloads, stripped
+  std::vector<size_t> copyAt_;            // and their indices
+  size_t count_ = 0;
+  // The cursor of next().
+  size_t graph_ = 0, index_ = 0, copy_ = 0;
+  std::optional<Reader> reader_;
+  const char* done_ = nullptr;  // one past the last node handed out, in the source
+};
+
 struct Stripped {
   std::string bytes;            // the model with large raw_data replaced by placeholders
   std::vector<Bytes> payloads;  // views into the source buffer, by placeholder index
-  // With splitMainNodes: the main graph's nodes, taken out of `bytes`, in
-  // order, each one NodeProto's bytes (placeholders included). A node with no
-  // payload is a view into the source; the others' stripped bytes are in
-  // `nodeCopies`. The loader parses them one at a time instead of all at once.
-  std::vector<std::string_view> mainNodes;
-  std::deque<std::string> nodeCopies;
+  // With splitMainNodes: the main graph's nodes, taken out of `bytes`. The
+  // loader parses them one at a time instead of all at once.
+  MainNodes mainNodes;
 };
 // Throws std::runtime_error with a message saying what is malformed.
 Stripped stripPayloads(const std::shared_ptr<const Buffer>& source, size_t threshold, bool splitMainNodes = false);

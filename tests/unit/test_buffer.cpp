@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 
 #include "support.h"
@@ -100,4 +101,56 @@ TEST_CASE("coalesce merges file pieces with equal neighbours, by file offset, sp
   CHECK(kept[1].file == spilled.owner.get());
   CHECK(kept[1].offset == spilled.owner->fileOffset());
   CHECK(kept[1].size == 50000);
+}
+
+namespace {
+
+// The resident size of the mapping that holds `p`, from /proc/self/smaps.
+size_t residentKiB(const char* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  auto address = reinterpret_cast<uintptr_t>(p);
+  while (std::getline(smaps, line)) {
+    unsigned long from = 0, to = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &from, &to) == 2 && line.find(':') > line.find('-')) {
+      inside = address >= from && address < to;
+      continue;
+    }
+    size_t kib = 0;
+    if (inside && std::sscanf(line.c_str(), "Rss: %zu kB", &kib) == 1) return kib;
+  }
+  FAIL("no mapping holds the address");
+  return 0;
+}
+
+void touchAll(const Buffer& b) {
+  volatile char sum = 0;
+  for (size_t i = 0; i < b.size(); i += 4096) sum = static_cast<char>(sum + b.data()[i]);
+}
+
+}  // namespace
+
+TEST_CASE("a mapped file lets passed pages go, on a second scan too", "[buffer]") {
+  test::TempDir dir;
+  auto path = dir.path() / "big.bin";
+  constexpr size_t kSize = size_t{64} << 20;
+  {
+    std::ofstream(path, std::ios::binary) << pattern(kSize, 'a');
+  }
+  auto buffer = Buffer::mapFile(path);
+  REQUIRE(buffer->size() == kSize);
+  const char* end = buffer->data() + kSize;
+  for (int scan = 0; scan < 2; ++scan) {
+    INFO("scan " << scan);
+    // A scan from the start: the first call is far behind the last drop.
+    buffer->releaseBefore(buffer->data() + 4096);
+    touchAll(*buffer);
+    CHECK(residentKiB(buffer->data()) > 60 * 1024);
+    for (size_t at = 4 << 20; at <= kSize; at += 4 << 20) buffer->releaseBefore(buffer->data() + at);
+    // All but the last step and its margin (at most 17 MiB) was let go.
+    CHECK(residentKiB(buffer->data()) <= 17 * 1024);
+  }
+  // The views still read the file.
+  CHECK(std::string_view(end - 5, 5) == std::string_view(pattern(kSize, 'a')).substr(kSize - 5));
 }

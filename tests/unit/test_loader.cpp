@@ -246,7 +246,14 @@ main (float[2] X) => (float[2] Y) {
   std::string bytes = m.SerializeAsString();
   LoadOptions viewAll;
   viewAll.viewThreshold = 1;  // the Constant's 8 bytes become a payload view
-  REQUIRE(wire::stripPayloads(Buffer::fromString(bytes), 1, true).nodeCopies.size() == 1);
+  {
+    auto source = Buffer::fromString(bytes);
+    auto stripped = wire::stripPayloads(source, 1, true);
+    REQUIRE(stripped.payloads.size() == 1);
+    stripped.mainNodes.next();
+    const char* constant = stripped.mainNodes.next().data();  // a stripped copy, not the source's bytes
+    CHECK((constant < source->data() || constant >= source->data() + source->size()));
+  }
   auto model = loadModel(Buffer::fromString(bytes), ".", "test.onnx", viewAll);
   const auto& nodes = model->graph().nodes();
   REQUIRE(nodes.size() == 4);

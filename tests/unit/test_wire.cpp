@@ -122,13 +122,16 @@ TEST_CASE("the main graph's nodes are split off: views, or stripped copies when 
   REQUIRE(stripped.mainNodes.size() == 2);
   REQUIRE(stripped.payloads.size() == 1);
   // The Relu is its bytes in the source; the Constant a copy with a placeholder.
-  CHECK(stripped.mainNodes[0] == relu->SerializeAsString());
-  CHECK(stripped.mainNodes[0].data() >= buffer->data());
-  CHECK(stripped.mainNodes[0].data() < buffer->data() + buffer->size());
-  REQUIRE(stripped.nodeCopies.size() == 1);
-  CHECK(stripped.mainNodes[1].data() == stripped.nodeCopies[0].data());
+  std::string_view first = stripped.mainNodes.next();
+  CHECK(first == relu->SerializeAsString());
+  CHECK(first.data() >= buffer->data());
+  CHECK(first.data() < buffer->data() + buffer->size());
+  std::string_view second = stripped.mainNodes.next();
+  CHECK((second.data() < buffer->data() || second.data() >= buffer->data() + buffer->size()));
+  CHECK_THROWS_AS(stripped.mainNodes.next(), std::out_of_range);
   onnx::NodeProto parsed;
-  REQUIRE(parsed.ParseFromArray(stripped.mainNodes[1].data(), static_cast<int>(stripped.mainNodes[1].size())));
+  REQUIRE(parsed.ParseFromArray(second.data(), static_cast<int>(second.size())));
+  CHECK(parsed.op_type() == "Constant");
   CHECK_FALSE(parsed.attribute(0).t().has_raw_data());
   CHECK(wire::hasField(parsed.attribute(0).t().unknown_fields(), wire::kPayloadField));
   // What is left is the model without the main graph's nodes.
@@ -139,7 +142,97 @@ TEST_CASE("the main graph's nodes are split off: views, or stripped copies when 
   CHECK(rest.functions(0).node_size() == 1);
   // Without the option nothing is split.
   auto whole = wire::stripPayloads(buffer, 100);
-  CHECK(whole.mainNodes.empty());
+  CHECK(whole.mainNodes.size() == 0);
   REQUIRE(rest.ParseFromString(whole.bytes));
   CHECK(rest.graph().node_size() == 2);
+}
+
+TEST_CASE("the main graph's nodes come back in order across fields and repeated graph fields", "[wire]") {
+  // protobuf merges a repeated ModelProto.graph; GraphProto.node may be
+  // interleaved with other fields. Payload-holding nodes keep their places.
+  auto nodeBytes = [](const std::string& op, size_t payload) {
+    onnx::NodeProto n;
+    n.set_op_type(op);
+    if (payload) {
+      auto* a = n.add_attribute();
+      a->set_name("value");
+      a->set_type(onnx::AttributeProto::TENSOR);
+      a->mutable_t()->set_data_type(onnx::TensorProto::UINT8);
+      a->mutable_t()->add_dims(static_cast<int64_t>(payload));
+      a->mutable_t()->set_raw_data(std::string(payload, 'p'));
+    }
+    return n.SerializeAsString();
+  };
+  auto field = [](uint32_t number, const std::string& value) {
+    std::string out;
+    wire::appendLenField(out, number, value);
+    return out;
+  };
+  std::string graph1 = field(1, nodeBytes("A", 0)) + field(2, "g") + field(1, nodeBytes("B", 200)) +
+                       field(1, nodeBytes("C", 0));
+  std::string graph2 = field(1, nodeBytes("D", 200)) + field(1, nodeBytes("E", 0));
+  std::string model = field(7, graph1) + field(7, graph2);
+  onnx::ModelProto expected;
+  REQUIRE(expected.ParseFromString(model));
+  REQUIRE(expected.graph().node_size() == 5);
+
+  auto stripped = wire::stripPayloads(Buffer::fromString(model), 100, /*splitMainNodes=*/true);
+  REQUIRE(stripped.mainNodes.size() == 5);
+  REQUIRE(stripped.payloads.size() == 2);
+  for (int i = 0; i < 5; ++i) {
+    onnx::NodeProto n;
+    std::string_view bytes = stripped.mainNodes.next();
+    REQUIRE(n.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())));
+    CHECK(n.op_type() == expected.graph().node(i).op_type());
+    CHECK(n.attribute_size() == expected.graph().node(i).attribute_size());
+    if (n.attribute_size()) CHECK_FALSE(n.attribute(0).t().has_raw_data());
+  }
+  onnx::ModelProto rest;
+  REQUIRE(rest.ParseFromString(stripped.bytes));
+  CHECK(rest.graph().name() == "g");
+  CHECK(rest.graph().node_size() == 0);
+}
+
+namespace {
+
+// A buffer that records where it is told it may let pages go.
+class RecordingBuffer : public Buffer {
+ public:
+  explicit RecordingBuffer(std::string bytes) : bytes_(std::move(bytes)) {
+    data_ = bytes_.data();
+    size_ = bytes_.size();
+  }
+  void releaseBefore(const char* p) const override { calls.push_back(static_cast<size_t>(p - data_)); }
+  mutable std::vector<size_t> calls;
+
+ private:
+  std::string bytes_;
+};
+
+}  // namespace
+
+TEST_CASE("the split nodes' source pages are let go behind the stripper and again behind the loader", "[wire]") {
+  onnx::ModelProto m;
+  for (const char* op : {"A", "B", "C"}) m.mutable_graph()->add_node()->set_op_type(op);
+  std::string bytes = m.SerializeAsString();
+  auto source = std::make_shared<RecordingBuffer>(bytes);
+  auto stripped = wire::stripPayloads(source, 100, /*splitMainNodes=*/true);
+  // The stripper: after each node, up to its end.
+  std::vector<size_t> ends;
+  for (int i = 0; i < 3; ++i) {
+    std::string node = m.graph().node(i).SerializeAsString();
+    ends.push_back(bytes.find(node) + node.size());
+  }
+  CHECK(source->calls == ends);
+  source->calls.clear();
+  // The loader's pass: before each node (its tag), then past the last.
+  std::vector<const char*> starts;
+  for (int i = 0; i < 3; ++i) starts.push_back(stripped.mainNodes.next().data());
+  stripped.mainNodes.release();
+  REQUIRE(source->calls.size() == 4);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(source->calls[static_cast<size_t>(i)] < static_cast<size_t>(starts[static_cast<size_t>(i)] - source->data()));
+    if (i > 0) CHECK(source->calls[static_cast<size_t>(i)] >= ends[static_cast<size_t>(i) - 1]);
+  }
+  CHECK(source->calls[3] == ends[2]);
 }
