@@ -64,7 +64,7 @@ Node* Rewriter::createNode(Graph& g, const Node* before, NodeSpec spec) {
 }
 
 void Rewriter::markChanged(const Node* n) {
-  if (!created_.count(n)) changed_.insert(n);
+  if (!created_.contains(n)) changed_.insert(n);
   counts_.nodesChanged = changed_.size();
 }
 

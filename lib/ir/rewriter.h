@@ -4,10 +4,10 @@
 
 #include <memory>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "ir/ir.h"
+#include "support/pointer_set.h"
 
 namespace graphrw::ir {
 
@@ -138,7 +138,7 @@ class Rewriter {
 
   Model& model_;
   ChangeCounts counts_;
-  std::unordered_set<const Node*> created_, changed_;
+  FlatPointerSet<Node> created_, changed_;  // a pass may create millions
 };
 
 }  // namespace graphrw::ir

@@ -2,10 +2,12 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "support/flat_map.h"
+#include "support/pointer_set.h"
 
 using graphrw::FlatStringMap;
 
@@ -174,4 +176,39 @@ TEST_CASE("flat index and hash counter shrink when a pass erases most entries, a
   const size_t smallCapacity = small.capacity();
   for (uint64_t k = 2; k < 990; ++k) small.remove(k);
   CHECK(small.capacity() == smallCapacity);
+}
+
+TEST_CASE("flat pointer set agrees with std::set under churn, shrinks, and holds null", "[flat_map]") {
+  // Real heap objects: their addresses share alignment and high bits.
+  std::vector<std::unique_ptr<int>> objects;
+  for (int i = 0; i < 20000; ++i) objects.push_back(std::make_unique<int>(i));
+  graphrw::FlatPointerSet<int> set;
+  std::set<const int*> ref;
+  std::mt19937 rng(11);
+  for (int step = 0; step < 300000; ++step) {
+    const int* p = step % 997 == 0 ? nullptr : objects[rng() % objects.size()].get();
+    switch (rng() % 3) {
+      case 0:
+        CHECK(set.insert(p) == ref.insert(p).second);
+        break;
+      case 1:
+        CHECK(set.erase(p) == (ref.erase(p) == 1));
+        break;
+      default:
+        CHECK(set.contains(p) == (ref.count(p) == 1));
+    }
+  }
+  REQUIRE(set.size() == ref.size());
+  for (const auto& o : objects) CHECK(set.contains(o.get()) == (ref.count(o.get()) == 1));
+  // Erasing almost everything gives the memory back; the rest stays exact.
+  for (const auto& o : objects) set.insert(o.get());
+  size_t full = set.capacity();
+  for (size_t i = 10; i < objects.size(); ++i) CHECK(set.erase(objects[i].get()));
+  CHECK(set.size() == 10u + ref.count(nullptr));
+  CHECK(set.capacity() < full / 8);
+  for (size_t i = 0; i < 10; ++i) CHECK(set.contains(objects[i].get()));
+  CHECK_FALSE(set.contains(objects[10].get()));
+  set.clear();
+  CHECK(set.empty());
+  CHECK_FALSE(set.contains(objects[0].get()));
 }
