@@ -54,7 +54,7 @@ class PatternPass final : public Pass {
         // (apply erased it), so the set of taken nodes lives for one find only.
         std::vector<PatternMatch> matches;
         {
-          std::unordered_set<const Node*> taken;
+          FlatPointerSet<Node> taken;
           matches = p.find(*g, taken, options_.maxMatchSteps);
         }
         // What was matched, for --dry-run: the node producing each match's

@@ -265,7 +265,7 @@ onnx::AttributeProto Pattern::attributeFromConstant(const std::string& formal, i
 }
 
 size_t Pattern::rewrite(Model& model, Rewriter& rw, Graph& g, uint64_t maxSteps) const {
-  std::unordered_set<const Node*> taken;
+  FlatPointerSet<Node> taken;
   auto matches = find(g, taken, maxSteps);
   apply(model, rw, g, matches);
   return matches.size();

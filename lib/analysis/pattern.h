@@ -16,12 +16,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <unordered_set>
 #include <string>
 #include <vector>
 
 #include "ir/ir.h"
 #include "ir/rewriter.h"
+#include "support/pointer_set.h"
 
 namespace graphrw {
 
@@ -69,7 +69,7 @@ class Pattern {
   // graph order of the node producing the first output. `taken`: nodes other
   // patterns matched already, left alone (and extended with these matches').
   // Each match attempt may take `maxSteps` steps (then Error(Unsupported)).
-  std::vector<PatternMatch> find(ir::Graph& g, std::unordered_set<const ir::Node*>& taken,
+  std::vector<PatternMatch> find(ir::Graph& g, FlatPointerSet<ir::Node>& taken,
                                  uint64_t maxSteps = kDefaultMaxMatchSteps) const;
   // Replaces the matches, emptying each once applied (its arrays freed);
   // returns the nodes the replacements created.

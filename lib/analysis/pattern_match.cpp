@@ -24,7 +24,7 @@ namespace {
 
 class Matcher {
  public:
-  Matcher(const CompiledPattern& c, const std::unordered_set<const Node*>& taken, uint64_t maxSteps,
+  Matcher(const CompiledPattern& c, const FlatPointerSet<Node>& taken, uint64_t maxSteps,
           std::string rule)
       : c_(c), taken_(taken), maxSteps_(maxSteps), rule_(std::move(rule)),
         formal_(c.formals.size()), bound_(c.nodes.size()) {}
@@ -181,7 +181,7 @@ class Matcher {
   bool matchNode(int q, Node* n) {
     step();
     if (Node* b = bound_[static_cast<size_t>(q)]) return b == n;
-    if (used_.count(n) || taken_.count(n)) {
+    if (used_.contains(n) || taken_.contains(n)) {
       ++hits_;  // a failure that depends on what else is bound: not memoised
       return false;
     }
@@ -260,12 +260,12 @@ class Matcher {
   };
 
   const CompiledPattern& c_;
-  const std::unordered_set<const Node*>& taken_;
+  const FlatPointerSet<Node>& taken_;
   uint64_t maxSteps_;
   std::string rule_;
   std::vector<Value*> formal_;
   std::vector<Node*> bound_;
-  std::unordered_set<const Node*> used_;
+  FlatPointerSet<Node> used_;
   std::vector<Undo> trail_;
   uint64_t steps_ = 0, hits_ = 0;
   Node* at_ = nullptr;
@@ -277,14 +277,14 @@ class Matcher {
 
 }  // namespace
 
-std::vector<PatternMatch> Pattern::find(Graph& g, std::unordered_set<const Node*>& taken, uint64_t maxSteps) const {
+std::vector<PatternMatch> Pattern::find(Graph& g, FlatPointerSet<Node>& taken, uint64_t maxSteps) const {
   const CompiledPattern& c = *compiled_;
   const CompiledNode& anchor = c.nodes[static_cast<size_t>(c.anchor)];
   Matcher matcher(c, taken, maxSteps, where_ + ": rule '" + match_.name() + "'");
   std::vector<PatternMatch> matches;
   for (const auto& np : g.nodes()) {
     Node* n = np.get();
-    if (n->opType() != anchor.op || taken.count(n) || !matcher.matchAt(n)) continue;
+    if (n->opType() != anchor.op || taken.contains(n) || !matcher.matchAt(n)) continue;
     PatternMatch b;
     b.values.assign(c.slots.size(), nullptr);
     b.nodes.assign(matcher.nodes().begin(), matcher.nodes().end());

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <vector>
 
 #include "support/flat_map.h"
@@ -64,8 +65,10 @@ class FlatPointerSet {
     }
   }
 
+  // Empties the set; a small table keeps its slots for the next use.
   void clear() {
-    std::vector<uintptr_t>().swap(slots_);
+    if (slots_.size() <= 64) std::fill(slots_.begin(), slots_.end(), kEmpty);
+    else std::vector<uintptr_t>().swap(slots_);
     size_ = used_ = 0;
   }
   size_t capacity() const { return slots_.size(); }

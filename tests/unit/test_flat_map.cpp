@@ -211,4 +211,14 @@ TEST_CASE("flat pointer set agrees with std::set under churn, shrinks, and holds
   set.clear();
   CHECK(set.empty());
   CHECK_FALSE(set.contains(objects[0].get()));
+  // A small table is emptied in place and used again.
+  for (int round = 0; round < 3; ++round) {
+    CHECK(set.insert(objects[5].get()));
+    CHECK_FALSE(set.insert(objects[5].get()));
+    CHECK(set.contains(objects[5].get()));
+    CHECK_FALSE(set.contains(objects[6].get()));
+    set.clear();
+    CHECK_FALSE(set.contains(objects[5].get()));
+    CHECK(set.capacity() > 0);
+  }
 }
