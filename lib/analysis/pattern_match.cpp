@@ -6,12 +6,14 @@
 // budget ends a search the memos cannot tame with an error, not a hang.
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "analysis/pattern.h"
 #include "analysis/pattern_detail.h"
 #include "support/error.h"
+#include "support/flat_u64_map.h"
 
 namespace graphrw {
 
@@ -86,11 +88,11 @@ class Matcher {
   // at structure only (ops, attributes, constants, arity), whatever is bound:
   // a pure function of its arguments, memoised.
   bool fits(int q, Node* n, bool swapped) {
-    FitsKey key{n, q, swapped};
-    if (auto it = fitsMemo_.find(key); it != fitsMemo_.end()) return it->second;
+    const uint64_t key = pairKey(q, n, swapped);
+    if (const bool* memo = fitsMemo_.find(key)) return *memo;
     step();
     bool ok = computeFits(q, n, swapped);
-    fitsMemo_.emplace(key, ok);
+    fitsMemo_[key] = ok;
     return ok;
   }
 
@@ -190,7 +192,7 @@ class Matcher {
     if (!straight && !swapped) return false;
     // A pair tried again: its failure under the same bindings of its cone is remembered.
     std::string key;
-    if (attempts_[{q, n}]++ > 0) {
+    if (attempts_[pairKey(q, n, false)]++ > 0) {
       key = signature(q, n);
       if (failed_.count(key)) return false;
     }
@@ -242,22 +244,16 @@ class Matcher {
     return true;
   }
 
-  struct FitsKey {
-    const Node* node;
-    int q;
-    bool swapped;
-    bool operator==(const FitsKey& o) const { return node == o.node && q == o.q && swapped == o.swapped; }
-  };
-  struct FitsHash {
-    size_t operator()(const FitsKey& k) const {
-      return std::hash<const void*>()(k.node) * 31u + static_cast<size_t>(k.q) * 2u + (k.swapped ? 1u : 0u);
-    }
-  };
-  struct PairHash {
-    size_t operator()(const std::pair<int, const Node*>& p) const {
-      return std::hash<const void*>()(p.second) * 31u + static_cast<size_t>(p.first);
-    }
-  };
+  // A pattern node, a graph node and a flag as one key of the memo tables: the
+  // node's address in the low 48 bits (every user-space address on x86-64 and
+  // AArch64 Linux), the flag above it, the pattern node's index (under
+  // kMaxMatchNodes) in the top 15 bits.
+  static uint64_t pairKey(int q, const Node* n, bool swapped) {
+    static_assert(kMaxMatchNodes < (1 << 15));
+    const auto address = reinterpret_cast<uintptr_t>(n);
+    if (address >> 48) throw std::length_error("pattern matcher: a node address above 48 bits");
+    return static_cast<uint64_t>(q) << 49 | uint64_t{swapped} << 48 | address;
+  }
 
   const CompiledPattern& c_;
   const FlatPointerSet<Node>& taken_;
@@ -269,8 +265,8 @@ class Matcher {
   std::vector<Undo> trail_;
   uint64_t steps_ = 0, hits_ = 0;
   Node* at_ = nullptr;
-  std::unordered_map<FitsKey, bool, FitsHash> fitsMemo_;
-  std::unordered_map<std::pair<int, const Node*>, uint32_t, PairHash> attempts_;
+  FlatU64Map<bool> fitsMemo_;      // fits()'s answers, by pairKey
+  FlatU64Map<uint32_t> attempts_;  // how often (q, node) was tried, by pairKey(q, node, false)
   std::unordered_set<std::string> failed_;
   std::unordered_map<int, std::pair<std::vector<int>, std::vector<int>>> cones_;
 };

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "support/flat_map.h"
+#include "support/flat_u64_map.h"
 #include "support/pointer_set.h"
 
 using graphrw::FlatStringMap;
@@ -221,4 +222,33 @@ TEST_CASE("flat pointer set agrees with std::set under churn, shrinks, and holds
     CHECK_FALSE(set.contains(objects[5].get()));
     CHECK(set.capacity() > 0);
   }
+}
+
+TEST_CASE("flat u64 map agrees with std::map as it grows, on packed pointer keys", "[flat_map]") {
+  std::vector<std::unique_ptr<int>> objects;
+  for (int i = 0; i < 5000; ++i) objects.push_back(std::make_unique<int>(i));
+  graphrw::FlatU64Map<uint32_t> map;
+  std::map<uint64_t, uint32_t> ref;
+  std::mt19937 rng(5);
+  for (int step = 0; step < 200000; ++step) {
+    // Keys as the pattern matcher packs them: an index above a heap address.
+    uint64_t key = uint64_t{rng() % 40} << 49 | reinterpret_cast<uintptr_t>(objects[rng() % objects.size()].get());
+    if (rng() % 2) {
+      ++map[key];
+      ++ref[key];
+    } else {
+      const uint32_t* got = map.find(key);
+      auto it = ref.find(key);
+      REQUIRE((got != nullptr) == (it != ref.end()));
+      if (got) CHECK(*got == it->second);
+    }
+  }
+  CHECK(map.size() == ref.size());
+  for (const auto& [key, count] : ref) {
+    const uint32_t* got = map.find(key);
+    REQUIRE(got);
+    CHECK(*got == count);
+  }
+  CHECK(map[12345] == 0u);  // a new key starts value-initialised
+  CHECK(map.size() == ref.size() + 1);
 }
