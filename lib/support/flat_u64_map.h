@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "support/flat_map.h"
+#include "support/pointer_set.h"
 
 namespace graphrw {
 
@@ -49,14 +49,8 @@ class FlatU64Map {
     uint64_t key = kEmpty;
     V value{};
   };
-  // splitmix64's finaliser: packed pointers share their low and high bits.
-  static uint64_t hashOf(uint64_t x) {
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-  }
+  // Packed pointers share their low and high bits: mixed before probing.
+  static uint64_t hashOf(uint64_t x) { return flat_detail::mix64(x); }
   size_t mask() const { return slots_.size() - 1; }
   void rehash(size_t capacity) {
     std::vector<Slot> old(capacity);

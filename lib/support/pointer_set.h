@@ -13,6 +13,17 @@
 
 namespace graphrw {
 
+namespace flat_detail {
+// splitmix64's finaliser: every bit of the result depends on every bit of x.
+inline uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+}  // namespace flat_detail
+
 template <typename T>
 class FlatPointerSet {
  public:
@@ -80,15 +91,9 @@ class FlatPointerSet {
     auto key = reinterpret_cast<uintptr_t>(item);
     return key == kEmpty ? 2 : key;
   }
-  // Heap addresses share their low bits (alignment) and high bits: mix them
-  // (splitmix64's finaliser) so linear probing starts anywhere.
-  static uint64_t hashOf(uint64_t x) {
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-  }
+  // Heap addresses share their low bits (alignment) and high bits: mixed so
+  // linear probing starts anywhere.
+  static uint64_t hashOf(uint64_t x) { return flat_detail::mix64(x); }
   size_t mask() const { return slots_.size() - 1; }
   void grow(size_t n) { rehash(flat_detail::capacityFor(n, slots_.size(), used_ == size_)); }
   void rehash(size_t capacity) {
