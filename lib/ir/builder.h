@@ -24,7 +24,8 @@ namespace graphrw::ir {
 // it (TensorProto placeholders index them); external data resolves through
 // `external`. `mainNodes`, when the stripper split them off, are the main
 // graph's nodes as NodeProto bytes: parsed one at a time, after the graph's
-// other fields, and let go of as they are. Throws Error(BadInput) naming what is wrong, e.g. a cycle.
+// other fields, and let go of as they are. Throws Error(BadInput) naming what
+// is wrong, e.g. a cycle.
 std::unique_ptr<Model> buildModel(onnx::ModelProto& proto, const std::vector<Bytes>& payloads,
                                   std::shared_ptr<ExternalFiles> external,
                                   wire::MainNodes* mainNodes = nullptr);

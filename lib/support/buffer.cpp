@@ -96,13 +96,12 @@ class MappedBuffer final : public Buffer {
     constexpr size_t kStep = 16u << 20, kMargin = 1u << 20;
     if (p < data_ || p > data_ + size_) return;
     size_t upTo = static_cast<size_t>(p - data_);
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     if (upTo + kStep < released_) {
-      size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
       released_ = upTo / page * page;
       return;
     }
     if (upTo < released_ + kStep + kMargin) return;
-    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     size_t end = (upTo - kMargin) / page * page;
     if (end <= released_) return;
     madvise(static_cast<char*>(base_) + released_, end - released_, MADV_DONTNEED);

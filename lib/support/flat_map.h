@@ -37,6 +37,16 @@ constexpr size_t kShrinkFrom = 4096;
 inline bool sparse(size_t live, size_t slots) { return slots >= kShrinkFrom && live * 16 < slots; }
 inline size_t shrunkCapacity(size_t live) { return capacityFor(live * 2, 0, false); }
 
+// splitmix64's finaliser: every bit of the result depends on every bit of x
+// (for keys that are addresses, whose low and high bits repeat).
+inline uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
 }  // namespace flat_detail
 
 template <typename Key, typename Value>

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "support/pointer_set.h"
+#include "support/flat_map.h"
 
 namespace graphrw {
 

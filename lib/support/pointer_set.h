@@ -13,17 +13,6 @@
 
 namespace graphrw {
 
-namespace flat_detail {
-// splitmix64's finaliser: every bit of the result depends on every bit of x.
-inline uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-}  // namespace flat_detail
-
 template <typename T>
 class FlatPointerSet {
  public:
