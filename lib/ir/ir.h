@@ -12,7 +12,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "support/buffer.h"
+#include "support/fixed_pool.h"
 #include "support/flat_map.h"
 #include "support/name_table.h"
 #include "support/owning_list.h"
@@ -43,7 +43,7 @@ struct Use {
 using ValueList = SmallVector<Value*, 2>;
 using UseList = SmallVector<Use, 1>;
 
-class Value {
+class Value final {
  public:
   const std::string& name() const { return name_; }
   Graph* graph() const { return graph_; }
@@ -62,6 +62,10 @@ class Value {
   // The best type known: from value_info, the graph input/output, or the initializer.
   const onnx::TypeProto* type() const { return type_.get(); }
 
+  // From a pool of 104-byte blocks (support/fixed_pool.h): no allocator header each.
+  static void* operator new(size_t size);
+  static void operator delete(void* p, size_t size) noexcept;
+
  private:
   friend class Graph;
   GRAPHRW_IR_EDITORS;
@@ -69,7 +73,7 @@ class Value {
     if (type_) *type_ = std::move(type);
     else type_ = std::make_unique<onnx::TypeProto>(std::move(type));
   }
-  // 104 bytes, the allocator's 112-byte block: counts and the slot take 32 bits.
+  // 104 bytes (symbols.cpp checks): counts and the slot take 32 bits.
   std::string name_;
   Graph* graph_ = nullptr;
   Node* producer_ = nullptr;
@@ -131,7 +135,7 @@ struct OpSymbol {
 };
 const OpSymbol& internOp(std::string_view opType, std::string_view domain, std::string_view overload);
 
-class Node {
+class Node final {
  public:
   const std::string& name() const { return name_; }
   const std::string& opType() const { return *op_->opType; }
@@ -164,7 +168,11 @@ class Node {
   bool hasResidual() const { return residual_ != nullptr; }
   // Whether the input had name / op_type / domain set, even to "" (kept on write).
   enum Presence : uint8_t { kName = 1, kOpType = 2, kDomain = 4 };
-  uint8_t presence() const { return presence_; }
+  uint8_t presence() const { return static_cast<uint8_t>(presence_); }
+
+  // From a pool of 152-byte blocks (support/fixed_pool.h): no allocator header each.
+  static void* operator new(size_t size);
+  static void operator delete(void* p, size_t size) noexcept;
 
  private:
   friend class Graph;
@@ -180,7 +188,9 @@ class Node {
   ValueList inputs_, outputs_;
   std::vector<Attribute> attrs_;
   std::unique_ptr<onnx::NodeProto> residual_;
-  uint8_t presence_ = 0;
+  uint32_t presence_ : 8 = 0;
+  // The stamp of the Rewriter that created this node (0: none; see Rewriter::stamp_).
+  uint32_t createdBy_ : 24 = 0;
  public:
   // Scratch space for graph algorithms (an order index, a visited mark); its
   // value means nothing between algorithms. Beside presence_: no padding.
@@ -403,6 +413,8 @@ class IrAccess {
     n.op_ = &internOp(opType, domain, overload);
   }
   static void setName(Node& n, std::string name) { n.name_ = std::move(name); }
+  static uint32_t createdBy(const Node& n) { return n.createdBy_; }
+  static void setCreatedBy(Node& n, uint32_t stamp) { n.createdBy_ = stamp & 0xffffff; }
   static void setOp(Node& n, std::string opType, std::string domain) {
     n.op_ = &internOp(opType, domain, *n.op_->overload);
   }

@@ -1,6 +1,7 @@
 #include "ir/rewriter.h"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <queue>
 #include <set>
@@ -37,6 +38,24 @@ bool ChangeCounts::any() const {
   return false;
 }
 
+namespace {
+// A stamp for a new Rewriter: 1 .. 2^24 - 1, each once; 0 when all are used.
+uint32_t takeStamp() {
+  static std::atomic<uint32_t> next{1};
+  uint32_t s = next.load(std::memory_order_relaxed);
+  do {
+    if (s > 0xffffff - 1) return 0;
+  } while (!next.compare_exchange_weak(s, s + 1, std::memory_order_relaxed));
+  return s;
+}
+}  // namespace
+
+Rewriter::Rewriter(Model& model) : model_(model), stamp_(takeStamp()) {}
+
+bool Rewriter::createdHere(const Node* n) const {
+  return stamp_ ? IrAccess::createdBy(*n) == stamp_ : created_.contains(n);
+}
+
 Node* Rewriter::createNode(Graph& g, const Node* before, NodeSpec spec) {
   auto owned = IrAccess::newNode();
   std::string name = spec.name.empty() ? std::string() : g.mutableNodeNames().fresh(spec.name);
@@ -59,12 +78,13 @@ Node* Rewriter::createNode(Graph& g, const Node* before, NodeSpec spec) {
     outputs.push_back(v);
   }
   counts_.nodesAdded++;
-  created_.insert(n);
+  if (stamp_) IrAccess::setCreatedBy(*n, stamp_);
+  else created_.insert(n);
   return n;
 }
 
 void Rewriter::markChanged(const Node* n) {
-  if (!created_.contains(n)) changed_.insert(n);
+  if (!createdHere(n)) changed_.insert(n);
   counts_.nodesChanged = changed_.size();
 }
 

@@ -42,7 +42,7 @@ struct ChangeCounts {
 
 class Rewriter {
  public:
-  explicit Rewriter(Model& model) : model_(model) {}
+  explicit Rewriter(Model& model);
   Model& model() { return model_; }
   const ChangeCounts& counts() const { return counts_; }
 
@@ -136,9 +136,16 @@ class Rewriter {
   // A node edited: counted once, and not at all when this Rewriter created it.
   void markChanged(const Node* n);
 
+  bool createdHere(const Node* n) const;
+
   Model& model_;
   ChangeCounts counts_;
-  FlatPointerSet<Node> created_, changed_;  // a pass may create millions
+  // The nodes this Rewriter created carry its stamp (Node::createdBy_, 24 bits:
+  // no set of a million created nodes). Stamps are handed out once each; after
+  // 2^24 - 1 Rewriters in one process the rest keep the set instead.
+  uint32_t stamp_;
+  FlatPointerSet<Node> created_;  // only without a stamp
+  FlatPointerSet<Node> changed_;
 };
 
 }  // namespace graphrw::ir

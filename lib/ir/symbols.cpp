@@ -1,6 +1,5 @@
 // The process-wide tables of op types, domains and overloads that nodes point
-// into, and the layout budget that pointing buys: a node and a value each fit
-// one small allocator block.
+// into, and the pools of exact-size blocks that nodes and values come from.
 #include <mutex>
 #include <unordered_set>
 
@@ -47,7 +46,23 @@ const OpSymbol& internOp(std::string_view opType, std::string_view domain, std::
   return *table->insert(key).first;
 }
 
-static_assert(sizeof(Value) <= 104, "Value fits the allocator's 112-byte block");
-static_assert(sizeof(Node) <= 152, "Node fits the allocator's 160-byte block");
+// Nodes and values come from pools of their exact size (no allocator header):
+// keep them small, they are a million-node graph's largest part.
+static_assert(sizeof(Value) <= 104, "Value stays 104 bytes");
+static_assert(sizeof(Node) <= 152, "Node stays 152 bytes");
+using ValuePool = FixedPool<sizeof(Value)>;
+using NodePool = FixedPool<sizeof(Node)>;
+
+void* Value::operator new(size_t size) {
+  if (size != sizeof(Value)) throw std::bad_alloc();  // no class derives from Value
+  return ValuePool::allocate();
+}
+void Value::operator delete(void* p, size_t) noexcept { ValuePool::deallocate(p); }
+
+void* Node::operator new(size_t size) {
+  if (size != sizeof(Node)) throw std::bad_alloc();  // no class derives from Node
+  return NodePool::allocate();
+}
+void Node::operator delete(void* p, size_t) noexcept { NodePool::deallocate(p); }
 
 }  // namespace graphrw::ir

@@ -383,3 +383,34 @@ main (bool c, float[2] X) => (float[2] Y, float[2] Z) {
     CHECK_THAT(e.what(), Catch::Contains("cycle"));
   }
 }
+
+TEST_CASE("a node created by one rewriter counts as changed in another", "[rewriter]") {
+  auto model = loadModel(test::parseModel(test::kSmallModel));
+  Graph& g = model->graph();
+  Value* h = g.findLocal("H");
+  Node* call = g.nodes().back().get();
+  Rewriter first(*model);
+  Node* neg = first.createNode(g, call, {"neg", "Neg", "", {h}, {"N"}});
+  first.renameNode(neg, "neg1");
+  CHECK(first.counts().nodesChanged == 0);  // its own node
+  {
+    Rewriter second(*model);  // alive beside the first: each knows only its own nodes
+    Node* abs = second.createNode(g, call, {"abs", "Abs", "", {neg->output(0)}, {"A"}});
+    second.renameNode(neg, "neg2");
+    second.renameNode(abs, "abs2");
+    CHECK(second.counts().nodesChanged == 1);  // neg; abs is its own
+    second.eraseNode(abs);
+  }
+  first.renameNode(call, "call1");
+  CHECK(first.counts().nodesChanged == 1);
+  // A later rewriter's nodes (one may sit in the erased node's block) are not the first's.
+  Rewriter third(*model);
+  Node* relu = third.createNode(g, call, {"relu", "Relu", "", {h}, {"R"}});
+  third.renameNode(relu, "relu2");
+  CHECK(third.counts().nodesChanged == 0);
+  first.renameNode(relu, "relu3");
+  CHECK(first.counts().nodesChanged == 2);
+  third.renameNode(neg, "neg3");
+  CHECK(third.counts().nodesChanged == 1);
+  CHECK(verify(*model).empty());
+}
