@@ -90,6 +90,7 @@ nlohmann::json PassManager::run(ir::Model& model) {
       std::cerr << "graphrw: IR after pass " << i << " (" << pass.name() << "):\n" << printModel(model) << std::flush;
     if (verifyEach) verifyAfter(model, pass, i, before, c.any());
   }
+  model.releaseNameTables();  // the passes are done: writing the model needs no fresh names
   return report;
 }
 

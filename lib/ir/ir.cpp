@@ -380,6 +380,15 @@ void Model::removeFunction(const Function* fn) {
                    functions_.end());
 }
 
+void Model::releaseNameTables() const {
+  names_.release();
+  nodeNames_.release();
+  for (const auto& f : functions_) {
+    f->names_.release();
+    f->nodeNames_.release();
+  }
+}
+
 void Model::walkGraphs(const std::function<void(Graph&)>& fn) {
   graph_->walkGraphs(fn);
   for (const auto& f : functions_) f->body().walkGraphs(fn);

@@ -344,7 +344,8 @@ class Function {
   onnx::FunctionProto& mutableResidual() { return residual_; }
   FunctionKey key_;
   onnx::FunctionProto residual_;
-  NameTable names_, nodeNames_;
+  friend class Model;  // releaseNameTables
+  mutable NameTable names_, nodeNames_;
   std::unique_ptr<Graph> body_;
 };
 
@@ -376,6 +377,9 @@ class Model {
   // The main graph's scope (its subgraphs included): read here, changed by the Rewriter.
   const NameTable& valueNames() const { return names_; }
   const NameTable& nodeNames() const { return nodeNames_; }
+  // Lets the name tables of the model and its functions go (a million-node
+  // graph's are about 20 MB); the next query rebuilds them from the IR.
+  void releaseNameTables() const;
 
   // Calls fn on the main graph, every subgraph, and every function body (and their subgraphs).
   void walkGraphs(const std::function<void(Graph&)>& fn);
@@ -391,7 +395,7 @@ class Model {
   void removeFunction(const Function* fn);
   void setExternalFiles(std::shared_ptr<ExternalFiles> files) { external_ = std::move(files); }
   onnx::ModelProto residual_;
-  NameTable names_, nodeNames_;
+  mutable NameTable names_, nodeNames_;
   std::unique_ptr<Graph> graph_;
   std::vector<std::unique_ptr<Function>> functions_;
   std::map<FunctionKey, Function*> functionIndex_;

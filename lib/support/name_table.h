@@ -44,6 +44,15 @@ class NameTable {
     names_.reserve(names_.size() + more);
   }
 
+  // Forgets every name until the next query builds the table again (from the
+  // filler): what the table holds is then memory for no one, as while a
+  // model is written after its passes.
+  void release() {
+    names_ = FlatHashCounter();
+    counters_ = FlatStringMap<std::string, uint32_t>();
+    built_ = false;
+  }
+
   // `base` itself when free, else `base_1`, `base_2`, ... The counter per base
   // makes repeated requests for one base O(1) amortised, not a scan.
   std::string fresh(const std::string& base) {

@@ -74,3 +74,25 @@ TEST_CASE("model name tables follow the IR through lazy building", "[names]") {
   CHECK(rw.reserveNodeName(g, "x") == "x_1");
   CHECK(model->nodeNames().contains("x_1"));
 }
+
+TEST_CASE("released name tables are rebuilt from the IR on the next query", "[names]") {
+  auto model = graphrw::loadModel(graphrw::test::parseModel(graphrw::test::kSmallModel));
+  auto& g = model->graph();
+  const graphrw::ir::Function& layer = *model->functions().front();
+  CHECK(model->valueNames().contains("H"));
+  CHECK(layer.body().names().contains("y"));
+  graphrw::ir::Rewriter rw(*model);
+  CHECK(rw.createNode(g, nullptr, {"n", "Identity", "", {g.findLocal("W")}, {"H"}})->output(0)->name() == "H_1");
+  model->releaseNameTables();
+  CHECK_FALSE(model->valueNames().built());
+  CHECK_FALSE(model->nodeNames().built());
+  CHECK_FALSE(layer.body().names().built());
+  // Made while the table is released: the rebuilt table has it from the IR.
+  CHECK(rw.createNode(g, nullptr, {"m", "Identity", "", {g.findLocal("W")}, {"Z"}})->output(0)->name() == "Z");
+  CHECK(model->valueNames().contains("Z"));
+  CHECK(model->valueNames().contains("H_1"));
+  CHECK(rw.createNode(g, nullptr, {"n", "Identity", "", {g.findLocal("W")}, {"H"}})->output(0)->name() == "H_2");
+  CHECK(model->nodeNames().contains("n_1"));
+  CHECK(layer.body().names().contains("y"));
+  CHECK(layer.body().names().built());
+}

@@ -217,3 +217,14 @@ TEST_CASE("replacing a graph output's value is counted as a graph-output edit", 
   rw.replaceAllUsesWith(h, h, true);  // nothing changes, nothing counted
   CHECK(rw.counts().graphOutputsChanged == 1);
 }
+
+TEST_CASE("the pass manager lets the name tables go when its passes are done", "[pass-manager][names]") {
+  auto model = loadModel(test::parseModel(test::kSmallModel));
+  PassManager pm({/*verifyEach=*/false, std::nullopt, ""});
+  pm.add(std::make_unique<BackAndForthPass>());  // renames: builds the value-name table
+  test::ScopedEnv off("GRAPHRW_VERIFY_EACH", nullptr);
+  pm.run(*model);
+  CHECK_FALSE(model->valueNames().built());
+  CHECK(model->valueNames().contains("H"));  // rebuilt on the query
+  CHECK_FALSE(model->valueNames().contains("elsewhere"));
+}
