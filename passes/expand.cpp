@@ -133,7 +133,9 @@ class ExpandRun {
       if (phase_ == Phase::Calls)
         if (Function* f = model_->findFunction(n->domain(), n->opType(), n->overload())) growth += f->body().nodeCount();
     }
-    if (growth > 1024) rw_->reserve(g, growth, growth);
+    // Each inlined call's node name (and any output it does not hand on) goes
+    // as its body comes in: room for those slots too, not a rebuild near the end.
+    if (growth > 1024) rw_->reserve(g, growth + work.size(), growth + work.size());
     process(g, work, stack);
   }
 

@@ -30,6 +30,33 @@ inline size_t capacityFor(size_t n, size_t current, bool noTombstones) {
   return capacity;
 }
 
+// Slots for `n` live entries at a load factor of at most 3/4, any count (for
+// tables placing by range reduction, slotOf): reserved for a million names, a
+// table takes 1.33M slots, not the next power of two's 2M. Never fewer than
+// `current`.
+inline size_t exactCapacityFor(size_t n, size_t current) {
+  size_t capacity = (n * 4 + 6) / 3;
+  if (capacity < 16) capacity = 16;
+  return capacity < current ? current : capacity;
+}
+// Entries to make room for when an insert finds a table full (`used` slots
+// taken, `live` of them entries, the rest tombstones): where tombstones are
+// 1/32 of the slots taken or more (a pass that erases as it adds), the live
+// entries and an eighth more (the tombstones go, the table grows little);
+// else twice the entries (the table doubles). Either way the next rebuild is
+// at least live/8 inserts away: amortised O(1).
+inline size_t roomForOneMore(size_t live, size_t used) {
+  if ((used - live) * 32 >= used) return live + live / 8 + 1;
+  return live * 2 > live + 1 ? live * 2 : live + 1;
+}
+
+// A 48-bit hash's slot among `n` of any count: the high bits of hash * n
+// (Lemire's range reduction), uniform for uniform hashes, without a division.
+inline size_t slotOf(uint64_t hash48, size_t n) {
+  __extension__ typedef unsigned __int128 U128;
+  return static_cast<size_t>((static_cast<U128>(hash48) * n) >> 48);
+}
+
 // A table of at least this many slots whose live entries fall under 1/16 of
 // them (a pass erased most of a graph) is rebuilt at about 3/8 load: the
 // memory goes back, and the next shrink needs the entries to fall 4x again.
@@ -166,7 +193,7 @@ class FlatIndex {
   T* find(std::string_view key) const {
     if (slots_.empty()) return nullptr;
     const uint64_t h = hashOf(key), tag = tagOf(h);
-    for (size_t i = h & mask(); ; i = (i + 1) & mask()) {
+    for (size_t i = startOf(h); ; i = nextOf(i)) {
       const uint64_t s = slots_[i];
       if (s == kEmpty) return nullptr;
       if ((s & kTagMask) == tag && s != kDeleted && KeyOf{}(itemOf(s)) == key) return itemOf(s);
@@ -178,11 +205,11 @@ class FlatIndex {
     const auto address = reinterpret_cast<uintptr_t>(item);
     if (address >> kTagShift)
       throw std::length_error("FlatIndex: an address above 48 bits cannot be indexed");
-    if ((used_ + 1) * 4 > slots_.size() * 3) grow(size_ + 1);
+    if ((used_ + 1) * 4 > slots_.size() * 3) grow(flat_detail::roomForOneMore(size_, used_));
     std::string_view key = KeyOf{}(item);
     const uint64_t h = hashOf(key), tag = tagOf(h);
     uint64_t* reuse = nullptr;
-    for (size_t i = h & mask(); ; i = (i + 1) & mask()) {
+    for (size_t i = startOf(h); ; i = nextOf(i)) {
       uint64_t& s = slots_[i];
       if (s == kEmpty) {
         uint64_t* target = reuse ? reuse : &s;
@@ -202,7 +229,7 @@ class FlatIndex {
   bool erase(std::string_view key) {
     if (slots_.empty()) return false;
     const uint64_t h = hashOf(key), tag = tagOf(h);
-    for (size_t i = h & mask(); ; i = (i + 1) & mask()) {
+    for (size_t i = startOf(h); ; i = nextOf(i)) {
       uint64_t& s = slots_[i];
       if (s == kEmpty) return false;
       if ((s & kTagMask) == tag && s != kDeleted && KeyOf{}(itemOf(s)) == key) {
@@ -225,20 +252,21 @@ class FlatIndex {
   static constexpr int kTagShift = 48;
   static constexpr uint64_t kTagMask = ~uint64_t{0} << kTagShift;
   static uint64_t hashOf(std::string_view key) { return std::hash<std::string_view>{}(key); }
-  // The hash's top 16 bits: the probe start uses its low bits.
+  // The hash's top 16 bits: the probe start uses its low 48.
   static uint64_t tagOf(uint64_t h) { return h & kTagMask; }
+  size_t startOf(uint64_t h) const { return flat_detail::slotOf(h & ~kTagMask, slots_.size()); }
+  size_t nextOf(size_t i) const { return i + 1 == slots_.size() ? 0 : i + 1; }
   static T* itemOf(uint64_t s) { return reinterpret_cast<T*>(s & ~kTagMask); }
-  size_t mask() const { return slots_.size() - 1; }
 
   // Rebuilds with room for `n` live entries (load factor at most 3/4), dropping tombstones.
-  void grow(size_t n) { rehash(flat_detail::capacityFor(n, slots_.size(), used_ == size_)); }
+  void grow(size_t n) { rehash(flat_detail::exactCapacityFor(n, slots_.size())); }
   void rehash(size_t capacity) {
     std::vector<uint64_t> old(capacity, kEmpty);
     old.swap(slots_);
     used_ = size_;
     for (const uint64_t s : old) {
       if (s == kEmpty || s == kDeleted) continue;
-      for (size_t i = hashOf(KeyOf{}(itemOf(s))) & mask(); ; i = (i + 1) & mask())
+      for (size_t i = startOf(hashOf(KeyOf{}(itemOf(s)))); ; i = nextOf(i))
         if (slots_[i] == kEmpty) {
           slots_[i] = s;
           break;
@@ -262,7 +290,7 @@ class FlatHashCounter {
   uint32_t count(uint64_t key) const {
     if (slots_.empty()) return 0;
     key = keyOf(key);
-    for (size_t i = key & mask(); ; i = (i + 1) & mask()) {
+    for (size_t i = startOf(key); ; i = nextOf(i)) {
       const uint64_t s = slots_[i];
       if (s == 0) return 0;
       if ((s >> 16) == key) return s & kMaxCount;
@@ -270,9 +298,9 @@ class FlatHashCounter {
   }
   // Adds one; returns the count before.
   uint32_t add(uint64_t key) {
-    if ((used_ + 1) * 4 > slots_.size() * 3) grow(size_ + 1);
+    if ((used_ + 1) * 4 > slots_.size() * 3) grow(flat_detail::roomForOneMore(size_, used_));
     key = keyOf(key);
-    for (size_t i = key & mask(); ; i = (i + 1) & mask()) {
+    for (size_t i = startOf(key); ; i = nextOf(i)) {
       uint64_t& s = slots_[i];
       if (s == 0) {
         s = key << 16 | 1;
@@ -292,7 +320,7 @@ class FlatHashCounter {
   void remove(uint64_t key) {
     if (slots_.empty()) return;
     key = keyOf(key);
-    for (size_t i = key & mask(); ; i = (i + 1) & mask()) {
+    for (size_t i = startOf(key); ; i = nextOf(i)) {
       uint64_t& s = slots_[i];
       if (s == 0) return;
       if ((s >> 16) == key) {
@@ -318,9 +346,10 @@ class FlatHashCounter {
     key &= (uint64_t{1} << 48) - 1;
     return key ? key : 1;
   }
-  size_t mask() const { return slots_.size() - 1; }
+  size_t startOf(uint64_t key) const { return flat_detail::slotOf(key, slots_.size()); }
+  size_t nextOf(size_t i) const { return i + 1 == slots_.size() ? 0 : i + 1; }
   // Room for `n` live keys (load factor at most 3/4), keys at count 0 dropped.
-  void grow(size_t n) { rehash(flat_detail::capacityFor(n, slots_.size(), used_ == size_)); }
+  void grow(size_t n) { rehash(flat_detail::exactCapacityFor(n, slots_.size())); }
   // Rebuilds at `capacity` slots (room for every live key), dropping keys at count 0.
   void rehash(size_t capacity) {
     std::vector<uint64_t> old;
@@ -329,7 +358,7 @@ class FlatHashCounter {
     used_ = 0;
     for (const uint64_t s : old) {
       if (s == 0 || (s & kMaxCount) == 0) continue;
-      for (size_t i = (s >> 16) & mask(); ; i = (i + 1) & mask())
+      for (size_t i = startOf(s >> 16); ; i = nextOf(i))
         if (slots_[i] == 0) {
           slots_[i] = s;
           ++used_;

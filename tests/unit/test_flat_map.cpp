@@ -179,6 +179,79 @@ TEST_CASE("flat index and hash counter shrink when a pass erases most entries, a
   CHECK(small.capacity() == smallCapacity);
 }
 
+// Reserved for a graph's names, the index and the name table take 4/3 slots
+// per name, not the next power of two (2M slots for 1.05M names).
+TEST_CASE("flat index and hash counter reserve 4/3 slots per entry and double past it", "[flat_map]") {
+  constexpr size_t kReserved = 150000;
+  std::vector<std::unique_ptr<Named>> items;
+  for (size_t i = 0; i < 2 * kReserved; ++i) items.push_back(std::make_unique<Named>(Named{"/blocks." + std::to_string(i)}));
+  graphrw::FlatIndex<Named, NameOf> index;
+  graphrw::FlatHashCounter counter;
+  index.reserve(kReserved);
+  counter.reserve(kReserved);
+  CHECK(index.capacity() == (kReserved * 4 + 6) / 3);  // 200,002: not 262,144
+  CHECK(counter.capacity() == index.capacity());
+  size_t indexGrowths = 0, counterGrowths = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const size_t ci = index.capacity(), cc = counter.capacity();
+    REQUIRE(index.insert(items[i].get()));
+    REQUIRE(counter.add(std::hash<std::string>{}(items[i]->name)) == 0);
+    if (i < kReserved) {
+      CHECK(index.capacity() == ci);  // within the reserve: no rebuild
+      CHECK(counter.capacity() == cc);
+    }
+    indexGrowths += index.capacity() != ci;
+    counterGrowths += counter.capacity() != cc;
+  }
+  CHECK(indexGrowths == 1);  // past the reserve it doubles: one rebuild holds twice the entries
+  CHECK(counterGrowths == 1);
+  CHECK(index.capacity() * 3 >= items.size() * 4);
+  size_t found = 0, counted = 0;
+  for (const auto& n : items) {
+    found += index.find(n->name) == n.get();
+    counted += counter.count(std::hash<std::string>{}(n->name)) == 1;
+  }
+  CHECK(found == items.size());
+  CHECK(counted == items.size());
+  CHECK(index.find("/blocks.x") == nullptr);
+}
+
+// A pass that erases as it adds (expand drops each call as its body comes in)
+// leaves tombstones: a full table then drops them, it does not double.
+TEST_CASE("flat index and hash counter drop tombstones instead of doubling when a pass erases as it adds", "[flat_map]") {
+  constexpr size_t kReserve = 100000, kLive = 88000, kSteps = 40000;
+  std::vector<std::unique_ptr<Named>> items;
+  for (size_t i = 0; i < kLive + kSteps; ++i) items.push_back(std::make_unique<Named>(Named{"t" + std::to_string(i)}));
+  graphrw::FlatIndex<Named, NameOf> index;
+  graphrw::FlatHashCounter counter;
+  index.reserve(kReserve);
+  counter.reserve(kReserve);
+  const size_t reserved = index.capacity();
+  for (size_t i = 0; i < kLive; ++i) {
+    index.insert(items[i].get());
+    counter.add(std::hash<std::string>{}(items[i]->name));
+  }
+  // One out, one in, 40,000 times: live stays 88,000 while 12,000 free slots
+  // fill with tombstones three times over.
+  for (size_t i = 0; i < kSteps; ++i) {
+    index.erase(items[i]->name);
+    counter.remove(std::hash<std::string>{}(items[i]->name));
+    index.insert(items[kLive + i].get());
+    counter.add(std::hash<std::string>{}(items[kLive + i]->name));
+  }
+  CHECK(index.size() == kLive);
+  CHECK(counter.size() == kLive);
+  CHECK(index.capacity() == reserved);  // doubling would give 266,670 slots
+  CHECK(counter.capacity() == reserved);
+  size_t right = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const bool live = i >= kSteps;
+    right += (index.find(items[i]->name) == (live ? items[i].get() : nullptr)) &&
+             counter.count(std::hash<std::string>{}(items[i]->name)) == (live ? 1u : 0u);
+  }
+  CHECK(right == items.size());
+}
+
 TEST_CASE("flat pointer set agrees with std::set under churn, shrinks, and holds null", "[flat_map]") {
   // Real heap objects: their addresses share alignment and high bits.
   std::vector<std::unique_ptr<int>> objects;
