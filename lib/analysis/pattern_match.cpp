@@ -38,6 +38,7 @@ class Matcher {
     std::fill(bound_.begin(), bound_.end(), nullptr);
     used_.clear();
     trail_.clear();
+    fitsHere_.clear();
     steps_ = 0;
     at_ = n;
     return matchNode(c_.anchor, n) && matchRest();
@@ -87,12 +88,16 @@ class Matcher {
   // Whether pattern node q can match n with its inputs in this order, looking
   // at structure only (ops, attributes, constants, arity), whatever is bound:
   // a pure function of its arguments, memoised.
+  // Misfits are kept for the whole search; fits only for this anchor's
+  // attempt (a pair that fitted is mostly taken with its match: a million
+  // matches would otherwise leave a million entries).
   bool fits(int q, Node* n, bool swapped) {
     const uint64_t key = pairKey(q, n, swapped);
-    if (const bool* memo = fitsMemo_.find(key)) return *memo;
+    if (misfits_.find(key)) return false;
+    if (fitsHere_.find(key)) return true;
     step();
     bool ok = computeFits(q, n, swapped);
-    fitsMemo_[key] = ok;
+    (ok ? fitsHere_ : misfits_)[key] = true;
     return ok;
   }
 
@@ -190,9 +195,13 @@ class Matcher {
     const CompiledNode& pn = c_.nodes[static_cast<size_t>(q)];
     bool straight = fits(q, n, false), swapped = pn.commutative && fits(q, n, true);
     if (!straight && !swapped) return false;
-    // A pair tried again: its failure under the same bindings of its cone is remembered.
+    // A pair that failed before: its failure under the same bindings of its
+    // cone is remembered. Only failures are noted: a pair that matched is
+    // taken with its match (or undone by a sibling's failure, then tried once
+    // more before it is noted), so a million matches leave no entries.
     std::string key;
-    if (attempts_[pairKey(q, n, false)]++ > 0) {
+    const uint64_t pair = pairKey(q, n, false);
+    if (failedOnce_.find(pair)) {
       key = signature(q, n);
       if (failed_.count(key)) return false;
     }
@@ -208,6 +217,7 @@ class Matcher {
       undo(inner);
     }
     undo(mark);
+    failedOnce_[pair] = true;
     if (!key.empty() && hits == hits_) failed_.insert(std::move(key));
     return false;
   }
@@ -265,8 +275,9 @@ class Matcher {
   std::vector<Undo> trail_;
   uint64_t steps_ = 0, hits_ = 0;
   Node* at_ = nullptr;
-  FlatU64Map<bool> fitsMemo_;      // fits()'s answers, by pairKey
-  FlatU64Map<uint32_t> attempts_;  // how often (q, node) was tried, by pairKey(q, node, false)
+  FlatU64Map<bool> misfits_;       // pairs fits() said no to, by pairKey
+  FlatU64Map<bool> fitsHere_;      // pairs fits() said yes to in this attempt
+  FlatU64Map<bool> failedOnce_;    // (q, node) pairs whose match failed, by pairKey(q, node, false)
   std::unordered_set<std::string> failed_;
   std::unordered_map<int, std::pair<std::vector<int>, std::vector<int>>> cones_;
 };
@@ -282,8 +293,8 @@ std::vector<PatternMatch> Pattern::find(Graph& g, FlatPointerSet<Node>& taken, u
     Node* n = np.get();
     if (n->opType() != anchor.op || taken.contains(n) || !matcher.matchAt(n)) continue;
     PatternMatch b;
-    b.values.assign(c.slots.size(), nullptr);
-    b.nodes.assign(matcher.nodes().begin(), matcher.nodes().end());
+    b.values.resize(c.slots.size(), nullptr);
+    b.nodes = matcher.nodes();
     for (size_t f = 0; f < c.formals.size(); ++f)
       if (Value* v = matcher.formals()[f]) b.values[static_cast<size_t>(c.formalSlots[f])] = v;
     for (size_t q = 0; q < c.nodes.size(); ++q)

@@ -1,10 +1,12 @@
 // A map from nonzero 64-bit keys (packed pointers and small indices) to small
-// values, open addressing (linear probing) in one array; it only grows. Where
+// values, open addressing (linear probing) in one array; it only grows, or
+// empties with clear(). Where
 // std::unordered_map costs a heap node (48 bytes with the allocator's header)
 // and a bucket per entry, this costs 16 bytes a slot at up to 3/4 load: the
 // memo tables a matcher keeps for every node of a million-node graph.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -42,6 +44,15 @@ class FlatU64Map {
       }
     }
   }
+
+  // Empties the map. A table far larger than what it held (over 64 slots, under
+  // 1/8 full) is let go, so clearing after each small use costs what was used.
+  void clear() {
+    if (slots_.size() > 64 && size_ * 8 < slots_.size()) std::vector<Slot>().swap(slots_);
+    else std::fill(slots_.begin(), slots_.end(), Slot{});
+    size_ = 0;
+  }
+  size_t capacity() const { return slots_.size(); }
 
  private:
   static constexpr uint64_t kEmpty = 0;

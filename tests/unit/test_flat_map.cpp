@@ -325,3 +325,26 @@ TEST_CASE("flat u64 map agrees with std::map as it grows, on packed pointer keys
   CHECK(map[12345] == 0u);  // a new key starts value-initialised
   CHECK(map.size() == ref.size() + 1);
 }
+
+TEST_CASE("flat u64 map clear empties it and lets a mostly empty table go", "[flat_map]") {
+  graphrw::FlatU64Map<bool> m;
+  for (uint64_t k = 1; k <= 10; ++k) m[k] = true;
+  const size_t small = m.capacity();
+  m.clear();
+  CHECK(m.size() == 0);
+  CHECK(m.capacity() == small);  // a small table is kept for the next use
+  CHECK(m.find(3) == nullptr);
+  m[3] = true;
+  CHECK(m.find(3) != nullptr);
+  CHECK(m.find(4) == nullptr);
+  for (uint64_t k = 1; k <= 10000; ++k) m[k] = true;
+  m.clear();  // full when cleared: kept, every slot empty
+  CHECK(m.capacity() >= 10000);
+  CHECK(m.find(5000) == nullptr);
+  for (uint64_t k = 1; k <= 3; ++k) m[k] = true;
+  m.clear();  // 3 entries in thousands of slots: let go
+  CHECK(m.capacity() == 0);
+  m[7] = true;
+  CHECK(m.size() == 1);
+  CHECK(*m.find(7));
+}
