@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "ir/rewriter.h"
 
 namespace graphrw::ir::testing {
 
@@ -26,6 +27,8 @@ struct Corruptor {
   static void clearRawView(Tensor& t) { t.clearRawView(); }
   static std::vector<Attribute>& attributes(Node& n) { return IrAccess::attributes(n); }
   static NameTable& nodeNames(Graph& g) { return g.mutableNodeNames(); }
+  // As if 2^24 - 1 Rewriters had run before: this one keeps a set of its nodes.
+  static void dropStamp(Rewriter& rw) { rw.stamp_ = 0; }
 };
 
 }  // namespace graphrw::ir::testing

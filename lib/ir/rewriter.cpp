@@ -44,7 +44,7 @@ uint32_t takeStamp() {
   static std::atomic<uint32_t> next{1};
   uint32_t s = next.load(std::memory_order_relaxed);
   do {
-    if (s > 0xffffff - 1) return 0;
+    if (s > 0xffffff) return 0;
   } while (!next.compare_exchange_weak(s, s + 1, std::memory_order_relaxed));
   return s;
 }

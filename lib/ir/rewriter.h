@@ -136,6 +136,7 @@ class Rewriter {
   // A node edited: counted once, and not at all when this Rewriter created it.
   void markChanged(const Node* n);
 
+  GRAPHRW_IR_TEST_FRIEND;
   bool createdHere(const Node* n) const;
 
   Model& model_;

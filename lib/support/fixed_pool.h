@@ -46,7 +46,7 @@ class FixedPool {
   static void deallocate(void* block) noexcept {
     if (!block) return;
 #ifdef GRAPHRW_FIXED_POOL_OFF
-    ::operator delete(block, Size);
+    ::operator delete(block);
 #else
     FixedPool& p = instance();
     std::lock_guard lock(p.mutex_);
