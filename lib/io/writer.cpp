@@ -1,6 +1,5 @@
 #include "io/writer.h"
 
-#include <sys/sendfile.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 
 #include "io/atomic_file.h"
 #include "io/fault.h"
+#include "io/file_copy.h"
 #include "support/error.h"
 #include "support/external_data.h"
 #include "support/model_bytes.h"
@@ -228,42 +228,16 @@ class ProtoBuilder {
   DataFile* data_;
 };
 
-// Copies a file-backed piece in the kernel: copy_file_range, else sendfile
-// (e.g. to a pipe), else an ordinary write from the mapping. The payload's
-// pages then never become resident in this process.
-void copyFilePiece(int out, const wire::Piece& piece, const std::string& what) {
-  int in = piece.file->fd();
-  off_t offset = static_cast<off_t>(piece.offset);
-  size_t left = piece.size;
-  bool useCopyRange = true, useSendfile = true;
-  while (left > 0) {
-    ssize_t n = -1;
-    if (useCopyRange) {
-      n = copy_file_range(in, &offset, out, nullptr, left, 0);
-      if (n < 0 && errno != EINTR) useCopyRange = false;
-    } else if (useSendfile) {
-      n = sendfile(out, in, &offset, left);
-      if (n < 0 && errno != EINTR) useSendfile = false;
-    } else {
-      writeAll(out, piece.data + (piece.size - left), left, what);
-      return;
-    }
-    if (n == 0) fail(ExitCode::OutputFailed, what + ": the input file shrank while being copied");
-    if (n > 0) {
-      left -= static_cast<size_t>(n);
-      fault::wrote(static_cast<size_t>(n));
-    }
-  }
-}
-
 void writePieces(int fd, const std::vector<wire::Piece>& given, const std::string& what) {
   const std::vector<wire::Piece> pieces = wire::coalesce(given);
+  FileCopier copier(fd, what);
   std::vector<iovec> iov;
   iov.reserve(std::min<size_t>(pieces.size(), IOV_MAX));
   size_t i = 0;
   while (i < pieces.size()) {
-    if (pieces[i].file) {
-      copyFilePiece(fd, pieces[i++], what);
+    if (const auto& p = pieces[i]; p.file) {
+      copier.copy(p.file->fd(), p.offset, p.size, p.data);
+      ++i;
       continue;
     }
     iov.clear();

@@ -1,0 +1,147 @@
+#include "io/file_copy.h"
+
+#include <fcntl.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <utility>
+#include <vector>
+
+#include "io/atomic_file.h"
+#include "io/fault.h"
+#include "support/error.h"
+
+namespace graphrw {
+namespace {
+
+// Below this a piece goes through copy_file_range: two splices cost more than
+// the misaligned pages they would save.
+constexpr size_t kMinSplice = 256 * 1024;
+
+[[noreturn]] void shrank(const std::string& what) {
+  fail(ExitCode::OutputFailed, what + ": the input file shrank while being copied");
+}
+
+}  // namespace
+
+FileCopier::FileCopier(int out, std::string what) : out_(out), what_(std::move(what)) {}
+
+FileCopier::~FileCopier() {
+  for (int fd : pipe_)
+    if (fd >= 0) close(fd);
+}
+
+bool FileCopier::preparePipe() {
+  if (tried_) return chunk_ != 0;
+  tried_ = true;
+  struct stat st {};
+  if (fstat(out_, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  if (lseek(out_, 0, SEEK_CUR) < 0 || pipe2(pipe_, O_CLOEXEC) != 0) return false;
+  // A piece of `chunk` bytes at any input offset takes chunk / 4096 + 1 pipe
+  // slots: half the pipe. pipe-max-size is 1 MiB by default; a user past
+  // pipe-user-pages-soft gets a smaller pipe or none.
+  for (int size : {1 << 20, 1 << 18})
+    if (fcntl(pipe_[1], F_SETPIPE_SZ, size) >= size) {
+      chunk_ = static_cast<size_t>(size) / 2;
+      break;
+    }
+  if (!chunk_) {
+    for (int& fd : pipe_) close(std::exchange(fd, -1));
+    return false;
+  }
+  return true;
+}
+
+// Moves `want` bytes at `offset` through the pipe to the output. Returns what
+// it moved: less than `want` only when the kernel cannot splice these files,
+// and then the pipe is empty again and the caller goes on without it.
+size_t FileCopier::splicePiece(int in, uint64_t& offset, size_t want) {
+  size_t queued = 0;
+  while (queued < want) {
+    auto at = static_cast<loff_t>(offset);
+    ssize_t n = splice(in, &at, pipe_[1], nullptr, want - queued, SPLICE_F_MOVE);
+    if (n == 0) shrank(what_);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (queued == 0) return 0;  // e.g. an input file system without splice
+      break;
+    }
+    offset += static_cast<uint64_t>(n);
+    queued += static_cast<size_t>(n);
+  }
+  size_t moved = 0;
+  while (moved < queued) {
+    ssize_t n = splice(pipe_[0], nullptr, out_, nullptr, queued - moved, SPLICE_F_MOVE);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      // What is left in the pipe goes out by write, which reports a full disk
+      // like every other write; an output that only refused splice goes on.
+      std::vector<char> rest(queued - moved);
+      size_t got = 0;
+      while (got < rest.size()) {
+        ssize_t r = read(pipe_[0], rest.data() + got, rest.size() - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) fail(ExitCode::Internal, what_ + ": cannot read back the copy pipe");
+        got += static_cast<size_t>(r);
+      }
+      writeAll(out_, rest.data(), rest.size(), what_);
+      chunk_ = 0;
+      return queued;
+    }
+    moved += static_cast<size_t>(n);
+    fault::wrote(static_cast<size_t>(n));
+  }
+  return queued;
+}
+
+void FileCopier::copy(int in, uint64_t offset, size_t size, const char* data) {
+  if (size >= kMinSplice && preparePipe()) {
+    // The output's position: the writer's own writes move it between pieces.
+    off_t at = lseek(out_, 0, SEEK_CUR);
+    if (at < 0) chunk_ = 0;
+    auto position = static_cast<uint64_t>(std::max<off_t>(at, 0));
+    while (size > 0 && chunk_) {
+      size_t want = std::min(size, chunk_ - static_cast<size_t>(position % chunk_));
+      size_t moved = splicePiece(in, offset, want);
+      if (moved == 0) {
+        chunk_ = 0;
+        break;
+      }
+      data += moved;
+      size -= moved;
+      position += moved;
+    }
+    if (size == 0) return;
+  }
+  classic(in, offset, size, data);
+}
+
+// copy_file_range, else sendfile (e.g. to a pipe), else a write from memory.
+void FileCopier::classic(int in, uint64_t start, size_t size, const char* data) {
+  auto offset = static_cast<off_t>(start);
+  size_t left = size;
+  bool useCopyRange = true, useSendfile = true;
+  while (left > 0) {
+    ssize_t n = -1;
+    if (useCopyRange) {
+      n = copy_file_range(in, &offset, out_, nullptr, left, 0);
+      if (n < 0 && errno != EINTR) useCopyRange = false;
+    } else if (useSendfile) {
+      n = sendfile(out_, in, &offset, left);
+      if (n < 0 && errno != EINTR) useSendfile = false;
+    } else {
+      writeAll(out_, data + (size - left), left, what_);
+      return;
+    }
+    if (n == 0) shrank(what_);
+    if (n > 0) {
+      left -= static_cast<size_t>(n);
+      fault::wrote(static_cast<size_t>(n));
+    }
+  }
+}
+
+}  // namespace graphrw
