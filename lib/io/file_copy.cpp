@@ -20,9 +20,19 @@ namespace {
 // Below this a piece goes through copy_file_range: two splices cost more than
 // the misaligned pages they would save.
 constexpr size_t kMinSplice = 256 * 1024;
+constexpr size_t kPipeBytes = 256 * 1024;
 
 [[noreturn]] void shrank(const std::string& what) {
   fail(ExitCode::OutputFailed, what + ": the input file shrank while being copied");
+}
+
+// Where copy_file_range is as fast or faster: its 64 KiB splices then end on
+// the output's 64 KiB boundaries (measured on ext4: 0.12 s for 400 MB at input
+// and output offsets 0/0, 100/100, 4096/0, 0/65536; 0.17-0.20 s at 4096/4096,
+// 9750/100), or both offsets are on a block, where a file system that shares
+// extents (XFS, Btrfs) clones the range instead of copying it.
+bool copyRangeSuits(uint64_t in, uint64_t out) {
+  return out % 65536 == in % 4096 || (in % 4096 == 0 && out % 4096 == 0);
 }
 
 }  // namespace
@@ -41,13 +51,12 @@ bool FileCopier::preparePipe() {
   if (fstat(out_, &st) != 0 || !S_ISREG(st.st_mode)) return false;
   if (lseek(out_, 0, SEEK_CUR) < 0 || pipe2(pipe_, O_CLOEXEC) != 0) return false;
   // A piece of `chunk` bytes at any input offset takes chunk / 4096 + 1 pipe
-  // slots: half the pipe. pipe-max-size is 1 MiB by default; a user past
-  // pipe-user-pages-soft gets a smaller pipe or none.
-  for (int size : {1 << 20, 1 << 18})
-    if (fcntl(pipe_[1], F_SETPIPE_SZ, size) >= size) {
-      chunk_ = static_cast<size_t>(size) / 2;
-      break;
-    }
+  // slots: half the pipe. 128 KiB pieces, not larger: the output's page cache
+  // is then built of 128 KiB folios; 512 KiB ones were as fast in a steady
+  // state but took 0.4-1 s instead of 0.12 s for 400 MB now and then, right
+  // after another large file was deleted (the kernel's higher-order
+  // allocations). A user past pipe-user-pages-soft gets no such pipe.
+  if (fcntl(pipe_[1], F_SETPIPE_SZ, kPipeBytes) >= static_cast<int>(kPipeBytes)) chunk_ = kPipeBytes / 2;
   if (!chunk_) {
     for (int& fd : pipe_) close(std::exchange(fd, -1));
     return false;
@@ -103,7 +112,7 @@ void FileCopier::copy(int in, uint64_t offset, size_t size, const char* data) {
     off_t at = lseek(out_, 0, SEEK_CUR);
     if (at < 0) chunk_ = 0;
     auto position = static_cast<uint64_t>(std::max<off_t>(at, 0));
-    while (size > 0 && chunk_) {
+    while (size > 0 && chunk_ && !copyRangeSuits(offset, position)) {
       size_t want = std::min(size, chunk_ - static_cast<size_t>(position % chunk_));
       size_t moved = splicePiece(in, offset, want);
       if (moved == 0) {

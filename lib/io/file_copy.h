@@ -5,11 +5,11 @@
 // place in both files: the kernel splices it through a 64 KiB pipe, and when
 // the output offset is not the input's (a rewritten graph moves every weight by
 // a few bytes) each 64 KiB write starts and ends inside a page, so the output's
-// page cache is built of small, partly written folios (measured on BERT-base's
-// weights, 400 MB: 0.18-0.22 s misaligned, 0.12-0.15 s aligned). A copier with
-// its own 1 MiB pipe splices the range in pieces that end on the output's
-// 512 KiB boundaries (0.12-0.15 s whatever the offsets). Without that pipe (an
-// output that is not a regular file, a pipe size refused) it falls back to
+// page cache is built of small, partly written folios (400 MB of BERT-base's
+// weights: 0.17-0.20 s misaligned, 0.12-0.15 s aligned). A copier with its own
+// 256 KiB pipe splices the range in pieces that end on the output's 128 KiB
+// boundaries (0.12-0.14 s whatever the offsets). Without that pipe (an output
+// that is not a regular file, a pipe size refused) it falls back to
 // copy_file_range, then sendfile, then a write from memory.
 #pragma once
 
