@@ -321,6 +321,18 @@ TEST_CASE("the README's worked example, command by command", "[cli][readme]") {
   CHECK_THAT(compare.out, Catch::Contains("same outputs within rtol 0.0001, atol 1e-05"));
 }
 
+TEST_CASE("the io benchmark's training-mode PopART preparation on the example", "[cli][legalize][bench]") {
+  TempDir dir;
+  const fs::path example = fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "bert-tiny.onnx";
+  auto training = run(bin() + " run " + q(fs::path(GRAPHRW_SOURCE_DIR) / "bench" / "rules" / "popart-training.rules.json") +
+                      " " + q(example) + " --report - -o " + q(dir / "bert-tiny.training.onnx"));
+  REQUIRE(training.status == 0);
+  auto passes = json::parse(training.out)["passes"];
+  CHECK(passes[1]["matched"] == 2);
+  CHECK(passes[2]["matched"] == 2);
+  CHECK(run(bin() + " validate --target popart " + q(dir / "bert-tiny.training.onnx")).status == 0);
+}
+
 TEST_CASE("expand --exclude keeps the excluded calls, outline --domain names the functions' domain", "[cli][expand][outline]") {
   TempDir dir;
   fs::path example = fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "bert-tiny.onnx";
