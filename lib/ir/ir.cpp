@@ -106,6 +106,14 @@ Value* Graph::find(std::string_view name) const {
 
 namespace {
 std::unique_ptr<Value> newValue() { return std::make_unique<Value>(); }
+
+// Appends to a graph's value array; a large full one grows by a quarter, not
+// twice (flat_detail::roomForOneMore: a loaded graph's array is sized exactly).
+void append(std::vector<std::unique_ptr<Value>>& values, std::unique_ptr<Value> v) {
+  if (values.size() == values.capacity() && values.size() >= flat_detail::kGrowByQuarter)
+    values.reserve(values.size() + values.size() / 4);
+  values.push_back(std::move(v));
+}
 }  // namespace
 
 Value* Graph::addValue(const std::string& name) {
@@ -115,7 +123,7 @@ Value* Graph::addValue(const std::string& name) {
   if (!byName_.insert(raw)) badInput("value '" + name + "' is defined twice");
   names_->insert(name);
   IrAccess::place(*value, this, values_.size());
-  values_.push_back(std::move(value));
+  append(values_, std::move(value));
   return raw;
 }
 
@@ -125,7 +133,7 @@ Value* Graph::addFreshValue(const std::string& base) {
   Value* raw = value.get();
   if (!byName_.insert(raw)) fail(ExitCode::Internal, "fresh name '" + raw->name() + "' is in use");
   IrAccess::place(*value, this, values_.size());
-  values_.push_back(std::move(value));
+  append(values_, std::move(value));
   return raw;
 }
 
@@ -280,6 +288,7 @@ void fillValueNames(Graph& top, NameTable& t) {
 }
 void fillNodeNames(Graph& top, NameTable& t) {
   top.walkGraphs([&](Graph& g) {
+    NameFiller::reserve(t, t.size() + g.nodeCount());
     for (const auto& n : g.nodes())
       if (!n->name().empty()) NameFiller::add(t, n->name());
   });

@@ -43,10 +43,15 @@ inline size_t exactCapacityFor(size_t n, size_t current) {
 // taken, `live` of them entries, the rest tombstones): where tombstones are
 // 1/32 of the slots taken or more (a pass that erases as it adds), the live
 // entries and an eighth more (the tombstones go, the table grows little);
-// else twice the entries (the table doubles). Either way the next rebuild is
-// at least live/8 inserts away: amortised O(1).
+// else twice the entries for a small table, a quarter more for a large one
+// (kGrowByQuarter entries or more: a pass adding a few nodes to a loaded
+// million-node graph, whose tables were sized exactly, held the old and a
+// doubled table at once, 4 slots an entry). Either way the next rebuild is at
+// least live/8 inserts away: amortised O(1).
+constexpr size_t kGrowByQuarter = 65536;
 inline size_t roomForOneMore(size_t live, size_t used) {
   if ((used - live) * 32 >= used) return live + live / 8 + 1;
+  if (live >= kGrowByQuarter) return live + live / 4;
   return live * 2 > live + 1 ? live * 2 : live + 1;
 }
 

@@ -181,8 +181,9 @@ TEST_CASE("flat index and hash counter shrink when a pass erases most entries, a
 
 // Reserved for a graph's names, the index and the name table take 4/3 slots
 // per name, not the next power of two (2M slots for 1.05M names).
-TEST_CASE("flat index and hash counter reserve 4/3 slots per entry and double past it", "[flat_map]") {
+TEST_CASE("flat index and hash counter reserve 4/3 slots per entry and grow by a quarter past it", "[flat_map]") {
   constexpr size_t kReserved = 150000;
+  static_assert(kReserved >= graphrw::flat_detail::kGrowByQuarter);
   std::vector<std::unique_ptr<Named>> items;
   for (size_t i = 0; i < 2 * kReserved; ++i) items.push_back(std::make_unique<Named>(Named{"/blocks." + std::to_string(i)}));
   graphrw::FlatIndex<Named, NameOf> index;
@@ -200,11 +201,18 @@ TEST_CASE("flat index and hash counter reserve 4/3 slots per entry and double pa
       CHECK(index.capacity() == ci);  // within the reserve: no rebuild
       CHECK(counter.capacity() == cc);
     }
+    if (index.capacity() != ci && indexGrowths == 0) {  // full past the reserve: room for a quarter more, not twice as many
+      CHECK(i >= kReserved);
+      CHECK(index.capacity() == ((i + i / 4) * 4 + 6) / 3);
+      CHECK(counter.capacity() == index.capacity());
+    }
     indexGrowths += index.capacity() != ci;
     counterGrowths += counter.capacity() != cc;
   }
-  CHECK(indexGrowths == 1);  // past the reserve it doubles: one rebuild holds twice the entries
-  CHECK(counterGrowths == 1);
+  // 150,000 -> 187,500 -> 234,375 -> 292,968 -> 366,210 entries: four
+  // rebuilds where doubling took one, each at least a quarter of the entries apart.
+  CHECK(indexGrowths == 4);
+  CHECK(counterGrowths == 4);
   CHECK(index.capacity() * 3 >= items.size() * 4);
   size_t found = 0, counted = 0;
   for (const auto& n : items) {
@@ -214,6 +222,23 @@ TEST_CASE("flat index and hash counter reserve 4/3 slots per entry and double pa
   CHECK(found == items.size());
   CHECK(counted == items.size());
   CHECK(index.find("/blocks.x") == nullptr);
+}
+
+TEST_CASE("a small flat index doubles past its reserve", "[flat_map]") {
+  constexpr size_t kReserved = 1000;
+  std::vector<std::unique_ptr<Named>> items;
+  for (size_t i = 0; i < 2 * kReserved; ++i) items.push_back(std::make_unique<Named>(Named{"n" + std::to_string(i)}));
+  graphrw::FlatIndex<Named, NameOf> index;
+  index.reserve(kReserved);
+  const size_t reserved = index.capacity();
+  CHECK(reserved == (kReserved * 4 + 6) / 3);
+  size_t before = 0;
+  for (size_t i = 0; i < items.size() && index.capacity() == reserved; ++i) {
+    before = i;
+    index.insert(items[i].get());
+  }
+  CHECK(before >= kReserved);
+  CHECK(index.capacity() == (2 * before * 4 + 6) / 3);  // twice the entries it held
 }
 
 // A pass that erases as it adds (expand drops each call as its body comes in)
