@@ -38,3 +38,31 @@ main (float[2, 3] X) => (Y) {
   CHECK(g.findLocal("A")->type());
   CHECK(g.findLocal("C")->type());
 }
+
+TEST_CASE("every type: node by node where inputs are typed, whole-model inference past a local function's call", "[types]") {
+  auto model = loadModel(test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17, "local" : 1]>
+main (float[2, 3] X) => (Y) {
+  A = Relu(X)
+  B = local.Twice(A)
+  C = Transpose(B)
+  Y = Abs(C)
+}
+<domain: "local", opset_import: ["" : 17]>
+Twice (x) => (y) {
+  y = Add(x, x)
+}
+)"));
+  Graph& g = model->graph();
+  Rewriter rw(*model);
+  inferMissingTypes(rw);
+  for (const char* name : {"A", "B", "C", "Y"}) {
+    INFO(name);
+    REQUIRE(g.findLocal(name)->type());
+  }
+  const auto& c = g.findLocal("C")->type()->tensor_type();
+  CHECK(c.elem_type() == onnx::TensorProto::FLOAT);
+  REQUIRE(c.shape().dim_size() == 2);  // the call's output typed by ONNX, then the transpose read it
+  CHECK(c.shape().dim(0).dim_value() == 3);
+  CHECK(c.shape().dim(1).dim_value() == 2);
+}
