@@ -109,7 +109,7 @@ def io_bench(args, out):
         # issue 14: the whole PopART preparation (legalize, Dropout, checkpoint, outline per layer)
         "popart rules": [g, "-q", "run", os.path.join(ROOT, "examples", "popart.rules.json"), model, "-o", outputs[4]],
         # issue 27: the same preparation in training mode (legalize --mode training, checkpoint, outline)
-        "popart training rules": [g, "-q", "run", os.path.join(ROOT, "bench", "rules", "popart-training.rules.json"), model,
+        "popart training rules": [g, "-q", "run", os.path.join(ROOT, "bench", "rules", "popart-prep-training.rules.json"), model,
                                   "-o", outputs[8]],
         # issue 27: legalize in training mode (every parameter kept and checked against the input)
         "legalize training": [g, "-q", "legalize", model, "--mode", "training", "-o", outputs[6]],

@@ -119,7 +119,7 @@ void FileCopier::copy(int in, uint64_t offset, size_t size, const char* data) {
         chunk_ = 0;
         break;
       }
-      data += moved;
+      if (data) data += moved;  // null when the caller has no mapping (the tests)
       size -= moved;
       position += moved;
     }

@@ -324,7 +324,7 @@ TEST_CASE("the README's worked example, command by command", "[cli][readme]") {
 TEST_CASE("the io benchmark's training-mode PopART preparation on the example", "[cli][legalize][bench]") {
   TempDir dir;
   const fs::path example = fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "bert-tiny.onnx";
-  auto training = run(bin() + " run " + q(fs::path(GRAPHRW_SOURCE_DIR) / "bench" / "rules" / "popart-training.rules.json") +
+  auto training = run(bin() + " run " + q(fs::path(GRAPHRW_SOURCE_DIR) / "bench" / "rules" / "popart-prep-training.rules.json") +
                       " " + q(example) + " --report - -o " + q(dir / "bert-tiny.training.onnx"));
   REQUIRE(training.status == 0);
   auto passes = json::parse(training.out)["passes"];
