@@ -29,8 +29,8 @@ HostTensor readTensor(const Tensor& tensor) {
   t.dims = tensor.dims();
   size_t size = elementSize(t.type);
   if (size == 0) badInput("tensor '" + p.name() + "': type " + dataTypeName(t.type) + " cannot be folded");
-  if (tensor.rawView()) {
-    t.data = tensor.rawView()->copy();
+  if (auto raw = tensor.rawCopy()) {
+    t.data = std::move(*raw);
   } else if (tensor.isExternal()) {
     t.data = tensor.externalBytes().copy();
   } else if (p.has_raw_data()) {

@@ -122,14 +122,15 @@ const onnx::TensorProto* dataOf(const Value* v, std::unordered_map<const Value*,
     if (const Attribute* a = p->attribute("value"); a && a->t()) t = a->t();
   }
   if (!t) return nullptr;
-  if (!t->rawView() && !t->isExternal()) return &t->proto();
+  if (!t->rawView() && t->rawPieces().empty() && !t->isExternal()) return &t->proto();
   constexpr uint64_t kSmall = 64 * 1024;
   if (t->storedBytes() > kSmall) return nullptr;
   if (auto it = cache.find(v); it != cache.end()) return &it->second;
   onnx::TensorProto copy = t->proto();
   copy.clear_data_location();
   copy.clear_external_data();
-  copy.set_raw_data(t->rawView() ? t->rawView()->copy() : t->externalBytes().copy());
+  auto raw = t->rawCopy();
+  copy.set_raw_data(raw ? std::move(*raw) : t->externalBytes().copy());
   return &cache.emplace(v, std::move(copy)).first->second;
 }
 

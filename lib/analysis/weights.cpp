@@ -77,8 +77,137 @@ Value* WeightFolder::constant(Graph& g, Node* before, const HostTensor& t, const
   return c->output(0);
 }
 
-// Long: per candidate, the checks that it may fold (foldable, outside functions, small enough),
-// the evaluation and the edits, which share their locals.
+namespace {
+
+// A tensor's stored bytes as views: its own (a view of the file, pieces,
+// external data) or, for data held in the TensorProto's fields (small), a copy.
+std::vector<Bytes> storedViews(const Tensor& t) {
+  if (t.rawView()) return {*t.rawView()};
+  if (!t.rawPieces().empty()) return t.rawPieces();
+  if (t.isExternal()) return {t.externalBytes()};
+  return {Bytes::copyOf(readTensor(t).data)};
+}
+
+// Reads consecutive byte ranges of a list of views, in order, as views.
+class ViewCursor {
+ public:
+  explicit ViewCursor(std::vector<Bytes> views) : views_(std::move(views)) {}
+  // Appends the next `size` bytes to `out`, joining a view that continues the last one.
+  void take(uint64_t size, std::vector<Bytes>& out) {
+    while (size > 0) {
+      const Bytes& v = views_.at(index_);
+      uint64_t n = std::min<uint64_t>(size, v.size - at_);
+      Bytes piece{v.owner, v.data + at_, static_cast<size_t>(n)};
+      if (!out.empty() && out.back().owner == piece.owner && out.back().data + out.back().size == piece.data)
+        out.back().size += piece.size;
+      else if (n > 0)
+        out.push_back(std::move(piece));
+      size -= n;
+      at_ += n;
+      if (at_ == v.size) {
+        index_++;
+        at_ = 0;
+      }
+    }
+  }
+
+ private:
+  std::vector<Bytes> views_;
+  size_t index_ = 0;
+  uint64_t at_ = 0;
+};
+
+}  // namespace
+
+// Concat of large initializers, the qkv-fusion's weights: the result is a
+// list of views of its inputs' bytes (rows interleaved as Concat orders
+// them), never read nor held; the writer copies each piece from its file.
+// Nothing when the node is not such a Concat (evaluate() then folds it or says why).
+std::optional<Value*> WeightFolder::streamConcat(Node& n) {
+  if (keepParameters_ || n.opType() != "Concat" || n.outputs().size() != 1 || !n.output(0)) return std::nullopt;
+  const Tensor* first = n.input(0) && n.input(0)->isInitializer() ? n.input(0)->initializer() : nullptr;
+  if (!first || elementSize(first->dataType()) == 0) return std::nullopt;
+  const size_t rank = first->dims().size();
+  const Attribute* a = n.attribute("axis");
+  int64_t axis = a ? a->proto().i() : 0;
+  if (rank == 0 || axis < -static_cast<int64_t>(rank) || axis >= static_cast<int64_t>(rank)) return std::nullopt;
+  const size_t at = static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(rank) : axis);
+  std::vector<int64_t> dims = first->dims();
+  dims[at] = 0;
+  for (Value* v : n.inputs()) {
+    if (!v || !v->isInitializer() || v->initializer()->dataType() != first->dataType()) return std::nullopt;
+    std::vector<int64_t> d = v->initializer()->dims();
+    if (d.size() != rank) return std::nullopt;
+    for (size_t k = 0; k < rank; ++k)
+      if (d[k] < 0 || (k != at && d[k] != first->dims()[k])) return std::nullopt;
+    dims[at] += d[at];
+  }
+  HostTensor meta{first->dataType(), dims, {}};
+  const uint64_t es = elementSize(meta.type);
+  uint64_t outer = 1, total = 0;
+  for (size_t k = 0; k < at; ++k) outer *= static_cast<uint64_t>(dims[k]);
+  if (__builtin_mul_overflow(static_cast<uint64_t>(meta.count()), es, &total)) return std::nullopt;
+  // Small results are computed (and cached for later folds); rows under 512
+  // bytes on average make more views than a copy would cost.
+  if (total <= kSpillBytes || total > maxBytes_ || outer * n.inputs().size() * 512 > total) return std::nullopt;
+  std::vector<ViewCursor> cursors;
+  std::vector<uint64_t> rows;  // each input's bytes per outer index
+  for (Value* v : n.inputs()) {
+    const Tensor& t = *v->initializer();
+    uint64_t bytes = static_cast<uint64_t>(t.elementCount()) * es;
+    std::vector<Bytes> views = storedViews(t);
+    uint64_t held = 0;
+    for (const Bytes& b : views) held += b.size;
+    if (held != bytes) return std::nullopt;  // evaluate() names the mismatch
+    cursors.emplace_back(std::move(views));
+    rows.push_back(outer ? bytes / outer : 0);
+  }
+  auto pieces = std::make_shared<std::vector<Bytes>>();
+  for (uint64_t o = 0; o < outer; ++o)
+    for (size_t i = 0; i < cursors.size(); ++i) cursors[i].take(rows[i], *pieces);
+  Value* out = n.output(0);
+  std::string name = out->name();
+  rw_.renameValue(out, name + "/folded");
+  created_++;
+  return rw_.addInitializer(*n.graph(), name, std::make_unique<Tensor>(toTensorProto(meta, name), std::move(pieces)));
+}
+
+// Reads the node's inputs and evaluates it into new constants; false when an
+// input is not constant or the node does not fold.
+bool WeightFolder::evaluateInto(Node& n, std::vector<Value*>& results) {
+  std::vector<const HostTensor*> inputs;
+  for (Value* v : n.inputs()) {
+    const HostTensor* t = v ? constantValue(v) : nullptr;
+    if (v && !t) return false;
+    inputs.push_back(t);
+  }
+  std::string why;
+  auto outs = evaluate(n, inputs, why, maxBytes_);
+  if (!outs) {
+    spdlog::debug("fold: {} not folded: {}", nodeLabel(n), why);
+    if (why.find("size limit") != std::string::npos) tooLarge_++;
+    return false;
+  }
+  for (const auto& o : *outs)
+    if (o.data.size() > maxBytes_) {
+      spdlog::debug("fold: {} not folded: its result is over {} bytes", nodeLabel(n), maxBytes_);
+      tooLarge_++;
+      return false;
+    }
+  for (size_t i = 0; i < outs->size() && i < n.outputs().size(); ++i) {
+    Value* out = n.output(i);
+    if (!out) {
+      results.push_back(nullptr);
+      continue;
+    }
+    std::string name = out->name();
+    rw_.renameValue(out, name + "/folded");
+    results.push_back(constant(*n.graph(), &n, (*outs)[i], name));
+    if ((*outs)[i].data.size() <= kSpillBytes) hostCache_.emplace(results.back(), std::move((*outs)[i]));
+  }
+  return true;
+}
+
 void WeightFolder::fold(const std::vector<Node*>& candidates) {
   std::unordered_set<Node*> done;
   for (Node* n : candidates) {
@@ -86,12 +215,8 @@ void WeightFolder::fold(const std::vector<Node*>& candidates) {
     // weights of a whole model then holds one node's inputs and results.
     for (const Value* v : large_) hostCache_.erase(v);
     large_.clear();
-    if (!isFoldable(*n)) continue;
-    Graph& g = *n->graph();
-    if (g.owningFunction()) continue;
-    std::vector<const HostTensor*> inputs;
-    bool allConstant = true, large = false;
-    bool parameter = false;
+    if (!isFoldable(*n) || n->graph()->owningFunction() || n->inputs().empty()) continue;
+    bool large = false, parameter = false;
     for (Value* v : n->inputs()) {  // weights too large to fold are never read
       if (v && v->isInitializer() && v->initializer()->storedBytes() > maxBytes_) large = true;
       if (v && v->isInitializer() && keepParameters_) parameter = true;
@@ -101,51 +226,18 @@ void WeightFolder::fold(const std::vector<Node*>& candidates) {
       tooLarge_++;
       continue;
     }
-    for (Value* v : n->inputs()) {
-      if (!v) {
-        inputs.push_back(nullptr);
-        continue;
-      }
-      const HostTensor* t = constantValue(v);
-      if (!t) {
-        allConstant = false;
-        break;
-      }
-      inputs.push_back(t);
-    }
-    if (!allConstant || n->inputs().empty()) continue;
+    // The same op on the same values was folded already (its inputs were constants then).
     std::string key = foldKey(*n);
-    auto memo = memo_.find(key);
     std::vector<Value*> results;
-    if (memo != memo_.end()) {
+    if (auto memo = memo_.find(key); memo != memo_.end()) {
       results = memo->second;
-    } else {
-      std::string why;
-      auto outs = evaluate(*n, inputs, why, maxBytes_);
-      if (!outs) {
-        spdlog::debug("fold: {} not folded: {}", nodeLabel(*n), why);
-        if (why.find("size limit") != std::string::npos) tooLarge_++;
-        continue;
-      }
-      bool over = false;
-      for (const auto& o : *outs) over |= o.data.size() > maxBytes_;
-      if (over) {
-        spdlog::debug("fold: {} not folded: its result is over {} bytes", nodeLabel(*n), maxBytes_);
-        tooLarge_++;
-        continue;
-      }
-      for (size_t i = 0; i < outs->size() && i < n->outputs().size(); ++i) {
-        Value* out = n->output(i);
-        if (!out) {
-          results.push_back(nullptr);
-          continue;
-        }
-        std::string name = out->name();
-        rw_.renameValue(out, name + "/folded");
-        results.push_back(constant(g, n, (*outs)[i], name));
-        if ((*outs)[i].data.size() <= kSpillBytes) hostCache_.emplace(results.back(), std::move((*outs)[i]));
-      }
+    } else if (auto streamed = streamConcat(*n)) {
+      results = {*streamed};
       memo_[key] = results;
+    } else if (evaluateInto(*n, results)) {
+      memo_[key] = results;
+    } else {
+      continue;
     }
     for (size_t i = 0; i < n->outputs().size(); ++i)
       if (Value* out = n->output(i)) {

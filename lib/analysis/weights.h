@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -56,6 +57,8 @@ class WeightFolder {
 
  private:
   std::string foldKey(const ir::Node& n) const;
+  std::optional<ir::Value*> streamConcat(ir::Node& n);
+  bool evaluateInto(ir::Node& n, std::vector<ir::Value*>& results);
 
   ir::Rewriter& rw_;
   size_t folded_ = 0, created_ = 0, tooLarge_ = 0;

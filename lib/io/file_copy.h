@@ -16,6 +16,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "support/wire.h"
 
 namespace graphrw {
 
@@ -44,5 +47,11 @@ class FileCopier {
   size_t chunk_ = 0;
   bool tried_ = false;
 };
+
+// Writes `pieces` in order at `fd`'s position: file pieces of 64 KiB and
+// more by a FileCopier, smaller ones read into a buffer with their small
+// neighbours, memory by writev. Adjacent pieces are merged first (wire::coalesce).
+// Exits with ExitCode::OutputFailed naming `what` when a write fails.
+void writePieces(int fd, const std::vector<wire::Piece>& pieces, const std::string& what);
 
 }  // namespace graphrw

@@ -1,14 +1,13 @@
 #include "io/writer.h"
 
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <set>
+#include <span>
 
 #include <google/protobuf/io/coded_stream.h>
 
@@ -39,8 +38,11 @@ struct DataFile {
   uint64_t size = 0;
   std::string padding = std::string(4096, '\0');
 
-  uint64_t append(const Bytes& bytes) {
-    uint64_t align = bytes.size >= 65536 ? 4096 : 16;
+  // One tensor's data, given whole or as pieces (Tensor::rawPieces) written back to back.
+  uint64_t append(std::span<const Bytes> pieces) {
+    uint64_t bytes = 0;
+    for (const Bytes& b : pieces) bytes += b.size;
+    uint64_t align = bytes >= 65536 ? 4096 : 16;
     uint64_t pad = (align - size % align) % align;
     if (pad) {
       Bytes zeros;
@@ -50,8 +52,8 @@ struct DataFile {
       size += pad;
     }
     uint64_t offset = size;
-    chunks.push_back(bytes);
-    size += bytes.size;
+    chunks.insert(chunks.end(), pieces.begin(), pieces.end());
+    size += bytes;
     return offset;
   }
 };
@@ -116,14 +118,17 @@ class ProtoBuilder {
   }
 
  private:
-  void inlineBytes(const Bytes& bytes, onnx::TensorProto& out) {
+  void inlineBytes(std::span<const Bytes> pieces, onnx::TensorProto& out) {
     if (materialize_) {
-      out.set_raw_data(bytes.data, bytes.size);
+      std::string* raw = out.mutable_raw_data();
+      raw->clear();
+      for (const Bytes& b : pieces) raw->append(b.data, b.size);
       return;
     }
     // Placeholder, spliced back as raw_data by the writer.
     out.mutable_unknown_fields()->AddVarint(wire::kPayloadField, payloads.size());
-    payloads.push_back(bytes);
+    if (pieces.size() != 1) out.mutable_unknown_fields()->AddVarint(wire::kPayloadCountField, pieces.size());
+    payloads.insert(payloads.end(), pieces.begin(), pieces.end());
   }
 
   bool movable(const Tensor& t, uint64_t size) const {
@@ -142,21 +147,23 @@ class ProtoBuilder {
       if (options_.external == ExternalMode::Embed || (options_.external == ExternalMode::Move && !movable(t, bytes.size))) {
         out.clear_external_data();
         out.clear_data_location();
-        inlineBytes(bytes, out);
+        inlineBytes({&bytes, 1}, out);
       } else {
-        uint64_t offset = data_->append(bytes);
+        uint64_t offset = data_->append({&bytes, 1});
         setExternal(out, data_->location, offset, bytes.size);
       }
       return;
     }
     std::optional<Bytes> raw = t.rawView();
     if (!raw && out.has_raw_data() && movable(t, out.raw_data().size())) raw = Bytes::copyOf(out.raw_data());
-    if (!raw) return;
-    if (movable(t, raw->size)) {
-      uint64_t offset = data_->append(*raw);
-      setExternal(out, data_->location, offset, raw->size);
+    std::span<const Bytes> pieces = raw ? std::span<const Bytes>(&*raw, 1) : std::span<const Bytes>(t.rawPieces());
+    if (pieces.empty()) return;
+    uint64_t size = raw ? raw->size : t.storedBytes();
+    if (movable(t, size)) {
+      uint64_t offset = data_->append(pieces);
+      setExternal(out, data_->location, offset, size);
     } else {
-      inlineBytes(*raw, out);
+      inlineBytes(pieces, out);
     }
   }
 
@@ -227,42 +234,6 @@ class ProtoBuilder {
   bool relocate_;
   DataFile* data_;
 };
-
-void writePieces(int fd, const std::vector<wire::Piece>& given, const std::string& what) {
-  const std::vector<wire::Piece> pieces = wire::coalesce(given);
-  FileCopier copier(fd, what);
-  std::vector<iovec> iov;
-  iov.reserve(std::min<size_t>(pieces.size(), IOV_MAX));
-  size_t i = 0;
-  while (i < pieces.size()) {
-    if (const auto& p = pieces[i]; p.file) {
-      copier.copy(p.file->fd(), p.offset, p.size, p.data);
-      ++i;
-      continue;
-    }
-    iov.clear();
-    size_t batchBytes = 0;
-    for (; i < pieces.size() && !pieces[i].file && iov.size() < IOV_MAX && batchBytes < (1u << 30); ++i) {
-      iov.push_back({const_cast<char*>(pieces[i].data), pieces[i].size});
-      batchBytes += pieces[i].size;
-    }
-    size_t k = 0;
-    while (k < iov.size()) {
-      ssize_t n = writev(fd, iov.data() + k, static_cast<int>(std::min<size_t>(iov.size() - k, IOV_MAX)));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        fail(ExitCode::OutputFailed, what + ": write failed: " + (errno == ENOSPC ? std::string("no space left on the device (disk full)") : std::strerror(errno)));
-      }
-      fault::wrote(static_cast<size_t>(n));
-      auto left = static_cast<size_t>(n);
-      while (k < iov.size() && left >= iov[k].iov_len) left -= iov[k++].iov_len;
-      if (k < iov.size() && left > 0) {
-        iov[k].iov_base = static_cast<char*>(iov[k].iov_base) + left;
-        iov[k].iov_len -= left;
-      }
-    }
-  }
-}
 
 bool hasExternalTensors(const Model& m) {
   bool found = false;

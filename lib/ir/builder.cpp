@@ -52,6 +52,7 @@ class Builder {
       t->setRawView(payloads_[*index]);
       tp.mutable_unknown_fields()->DeleteByNumber(wire::kPayloadField);
     }
+    if (!tp.unknown_fields().empty()) tp.mutable_unknown_fields()->DeleteByNumber(wire::kPayloadCountField);
     if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
       t->setExternalFiles(external_);
       external_->check(parseExternalRef(tp), tp.name());

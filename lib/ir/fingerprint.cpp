@@ -17,14 +17,33 @@ class Hasher {
   }
   void bytes(const char* p, size_t n) {
     u64(n);
+    stream(p, n);
+    finish();
+  }
+  // Bytes given in parts (a tensor's pieces) hash as the same bytes given whole:
+  // u64(total), then stream() each part, then finish().
+  void stream(const char* p, size_t n) {
     size_t i = 0;
+    while (carried_ > 0 && i < n) {  // fill the word a previous part began
+      carry_[carried_++] = p[i++];
+      if (carried_ == 8) {
+        uint64_t w;
+        std::memcpy(&w, carry_, 8);
+        u64(w);
+        carried_ = 0;
+      }
+    }
     for (; i + 8 <= n; i += 8) {
       uint64_t w;
       std::memcpy(&w, p + i, 8);
       u64(w);
     }
+    for (; i < n; ++i) carry_[carried_++] = p[i];
+  }
+  void finish() {
     uint64_t tail = 0;
-    if (n > i) std::memcpy(&tail, p + i, n - i);
+    std::memcpy(&tail, carry_, carried_);
+    carried_ = 0;
     u64(tail);
   }
   void str(std::string_view s) { bytes(s.data(), s.size()); }
@@ -33,12 +52,21 @@ class Hasher {
 
  private:
   uint64_t h_ = 0x243F6A8885A308D3ull;
+  char carry_[8] = {};
+  size_t carried_ = 0;
 };
 
 void tensor(Hasher& h, const Tensor& t) {
   h.message(t.proto());
-  h.u64(t.rawView().has_value());
+  // A view and pieces holding the same bytes hash alike: the same weight either way.
+  const auto& pieces = t.rawPieces();
+  h.u64(t.rawView().has_value() || !pieces.empty());
   if (t.rawView()) h.bytes(t.rawView()->data, t.rawView()->size);
+  if (!pieces.empty()) {
+    h.u64(t.storedBytes());
+    for (const Bytes& b : pieces) h.stream(b.data, b.size);
+    h.finish();
+  }
 }
 
 void graph(Hasher& h, const Graph& g);

@@ -55,6 +55,10 @@ class Tensor {
   explicit Tensor(onnx::TensorProto proto) : proto_(std::move(proto)) {}
   // Raw bytes as a view (the proto holds no data).
   Tensor(onnx::TensorProto meta, Bytes raw) : proto_(std::move(meta)), raw_(std::move(raw)) {}
+  // Raw bytes as views of other tensors' bytes, concatenated in order (a
+  // folded Concat of weights): nothing is read or copied until written.
+  Tensor(onnx::TensorProto meta, std::shared_ptr<const std::vector<Bytes>> pieces)
+      : proto_(std::move(meta)), pieces_(std::move(pieces)) {}
 
   const std::string& name() const { return proto_.name(); }
   int32_t dataType() const { return proto_.data_type(); }
@@ -67,6 +71,12 @@ class Tensor {
 
   // Raw bytes held as a view (large raw_data, or external data once loaded).
   const std::optional<Bytes>& rawView() const { return raw_; }
+  // Raw bytes held as several views whose concatenation is the data (see the
+  // constructor); empty for every other tensor.
+  const std::vector<Bytes>& rawPieces() const;
+  // The raw bytes of a view or of pieces, whole, read without touching a
+  // mapping (Bytes::copy); nothing for data held otherwise.
+  std::optional<std::string> rawCopy() const;
 
   // The external file this tensor's data lives in, when isExternal().
   const std::shared_ptr<ExternalFiles>& externalFiles() const { return external_; }
@@ -80,11 +90,18 @@ class Tensor {
   // built whole from its TensorProto and handed to Rewriter::addInitializer).
   GRAPHRW_IR_EDITORS;
   onnx::TensorProto& mutableProto() { return proto_; }
-  void setRawView(Bytes bytes) { raw_ = std::move(bytes); }
-  void clearRawView() { raw_.reset(); }
+  void setRawView(Bytes bytes) {
+    raw_ = std::move(bytes);
+    pieces_.reset();
+  }
+  void clearRawView() {
+    raw_.reset();
+    pieces_.reset();
+  }
   void setExternalFiles(std::shared_ptr<ExternalFiles> files) { external_ = std::move(files); }
   onnx::TensorProto proto_;
   std::optional<Bytes> raw_;
+  std::shared_ptr<const std::vector<Bytes>> pieces_;  // shared: copying a tensor copies no list
   std::shared_ptr<ExternalFiles> external_;
 };
 

@@ -192,6 +192,9 @@ class Stripper {
     Field f;
     while (r.next(f)) {
       if (f.type != WireType::Len) {
+        // The file's own fields with the placeholders' numbers would be read as
+        // placeholders (another tensor's bytes): dropped.
+        if (kind == Kind::Tensor && (f.number == kPayloadField || f.number == kPayloadCountField)) continue;
         out.append(f.begin, f.end);
         continue;
       }
@@ -359,22 +362,27 @@ class Splicer {
   uint64_t tensor(std::string_view bytes) {
     std::vector<Field> fields;
     std::optional<uint64_t> index;
+    uint64_t count = 1;
     Reader r(bytes);
     Field f;
     while (r.next(f)) {
       if (f.number == kPayloadField && f.type == WireType::Varint)
         index = f.varint;
+      else if (f.number == kPayloadCountField && f.type == WireType::Varint)
+        count = f.varint;
       else
         fields.push_back(f);
     }
     uint64_t length = 0;
     bool placed = !index.has_value();
     auto place = [&] {
-      if (*index >= payloads_.size()) throw std::runtime_error("payload placeholder out of range");
-      const Bytes& payload = payloads_[*index];
-      pushHeader(kRawData, payload.size);
-      push(payloadPiece(payload));
-      length += out_.headers.back().size() + payload.size;
+      if (*index > payloads_.size() || count > payloads_.size() - *index)
+        throw std::runtime_error("payload placeholder out of range");
+      uint64_t size = 0;
+      for (uint64_t i = 0; i < count; ++i) size += payloads_[*index + i].size;
+      pushHeader(kRawData, size);
+      for (uint64_t i = 0; i < count; ++i) push(payloadPiece(payloads_[*index + i]));
+      length += out_.headers.back().size() + size;
       placed = true;
     };
     for (const Field& field : fields) {

@@ -28,6 +28,9 @@ enum class WireType : uint8_t { Varint = 0, Fixed64 = 1, Len = 2, StartGroup = 3
 // The unknown field that stands in for a payload while the model is a protobuf
 // message: a varint index into the payload table. No ONNX field uses it.
 constexpr uint32_t kPayloadField = 536870000;
+// With it, a varint count: the payload is that many consecutive entries of the
+// table, from the index on, concatenated (a tensor held as pieces).
+constexpr uint32_t kPayloadCountField = 536870001;
 
 struct Field {
   uint32_t number = 0;

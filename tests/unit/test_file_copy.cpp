@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "io/file_copy.h"
+#include "support/buffer.h"
 #include "support.h"
 #include "support/error.h"
 
@@ -118,4 +119,36 @@ TEST_CASE("the copier falls back to writes for an output that refuses splice (O_
   CHECK(copier.chunk() == 0);  // the pipe was given up after the output refused it
   copier.copy(in.fd, 77, 1024 * 1024, input.data() + 77);
   CHECK(readFile(dir / "out") == "head" + input.substr(5, 2 * 1024 * 1024) + input.substr(77, 1024 * 1024));
+}
+
+TEST_CASE("pieces are written in order: small file pieces batched with their neighbours, large ones copied", "[file_copy]") {
+  TempDir dir;
+  const std::string input = noise(4 * 1024 * 1024 + 77);
+  writeFile(dir / "in", input);
+  auto mapped = Buffer::mapFile(dir / "in");
+  auto filePiece = [&](uint64_t offset, size_t size) {
+    wire::Piece p{mapped->data() + offset, size, mapped.get(), mapped->fileOffset() + offset};
+    return p;
+  };
+  const std::string header = "header", big(8000, 'm');
+  std::vector<wire::Piece> pieces;
+  std::string expected;
+  // Rows of a folded Concat (3 KiB from three places in turn, over 1 MiB: several
+  // batches), a header between runs, a large piece, memory too large to batch.
+  for (uint64_t row = 0; row < 600; ++row)
+    for (uint64_t part : {0ull, 1000003ull, 2000029ull}) {
+      pieces.push_back(filePiece(part + row * 3072, 3072));
+      expected += input.substr(part + row * 3072, 3072);
+    }
+  pieces.push_back({header.data(), header.size()});
+  expected += header;
+  pieces.push_back(filePiece(5, 300 * 1024));
+  expected += input.substr(5, 300 * 1024);
+  pieces.push_back(filePiece(4 * 1024 * 1024, 77));
+  expected += input.substr(4 * 1024 * 1024, 77);
+  pieces.push_back({big.data(), big.size()});
+  expected += big;
+  Fd out(open((dir / "out").c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600));
+  writePieces(out.fd, pieces, "out");
+  CHECK(readFile(dir / "out") == expected);
 }
