@@ -39,6 +39,18 @@ void AttributeInterner::assign(Attribute& a, onnx::AttributeProto&& proto) {
   if (shared_.size() < kMaxEntries) shared_.emplace(key_, a.proto_);
 }
 
+void Value::setType(onnx::TypeProto type) {
+  assert(graph_ && graph_->model());
+  type_ = graph_->model()->internType(std::move(type));
+}
+
+const onnx::TypeProto* Model::internType(onnx::TypeProto&& type) {
+  typeKey_.clear();
+  type.AppendToString(&typeKey_);
+  if (auto* known = types_.find(typeKey_)) return known->get();
+  return types_.emplace(typeKey_, std::make_unique<const onnx::TypeProto>(std::move(type))).first->get();
+}
+
 const Attribute* Node::attribute(std::string_view name) const {
   for (const auto& a : attrs_)
     if (a.name() == name) return &a;
@@ -154,7 +166,7 @@ void Graph::makeDense(Value* v, std::unique_ptr<Tensor> tensor) {
   sparse_.erase(std::remove_if(sparse_.begin(), sparse_.end(), [v](const SparseInitializer& s) { return s.value == v; }),
                 sparse_.end());
   v->sparseInitializer_ = false;
-  v->type_.reset();
+  v->type_ = nullptr;
   addInitializer(v, std::move(tensor));
 }
 

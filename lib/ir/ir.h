@@ -60,7 +60,7 @@ class Value final {
   bool isSource() const { return producer_ == nullptr; }
 
   // The best type known: from value_info, the graph input/output, or the initializer.
-  const onnx::TypeProto* type() const { return type_.get(); }
+  const onnx::TypeProto* type() const { return type_; }
 
   // From a pool of 104-byte blocks (support/fixed_pool.h): no allocator header each.
   static void* operator new(size_t size);
@@ -69,17 +69,15 @@ class Value final {
  private:
   friend class Graph;
   GRAPHRW_IR_EDITORS;
-  void setType(onnx::TypeProto type) {
-    if (type_) *type_ = std::move(type);
-    else type_ = std::make_unique<onnx::TypeProto>(std::move(type));
-  }
+  // The model's one copy of this type (Model::internType).
+  void setType(onnx::TypeProto type);
   // 104 bytes (symbols.cpp checks): counts and the slot take 32 bits.
   std::string name_;
   Graph* graph_ = nullptr;
   Node* producer_ = nullptr;
   UseList uses_;
   Tensor* initializer_ = nullptr;
-  std::unique_ptr<onnx::TypeProto> type_;  // most values of a large graph have none: a pointer, not 48 bytes
+  const onnx::TypeProto* type_ = nullptr;  // owned by the model, shared by the values of one type
   int32_t producerIndex_ = -1;
   int32_t graphOutputs_ = 0;
   uint32_t valueInfos_ : 30 = 0;  // entries in its graph's value_info: erasing scans only when > 0
@@ -402,6 +400,14 @@ class Model {
   std::map<std::string, int, std::less<>> functionNames_;  // fast reject for findFunction
   std::shared_ptr<ExternalFiles> external_;
   std::unique_ptr<AttributeInterner> attributes_;  // shared attribute protos (builder, rewriter, inliner)
+
+  // Values' types, one copy of each distinct type (keyed by its serialized
+  // bytes): a million-value graph has a few hundred types, not a million
+  // 300-byte TypeProtos. Never shrinks while the model lives.
+  friend class Value;
+  const onnx::TypeProto* internType(onnx::TypeProto&& type);
+  FlatStringMap<std::string, std::unique_ptr<const onnx::TypeProto>> types_;
+  std::string typeKey_;  // reused serialization buffer
 };
 
 // Construction-level access for the builder, the rewriter and the inliner

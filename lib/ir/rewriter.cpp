@@ -368,7 +368,7 @@ std::string Rewriter::renameNode(Node* n, const std::string& wanted) {
 
 void Rewriter::setType(Value* v, onnx::TypeProto type) { v->setType(std::move(type)); }
 
-void Rewriter::forgetType(Value* v) { v->type_.reset(); }
+void Rewriter::forgetType(Value* v) { v->type_ = nullptr; }
 
 void Rewriter::declareType(Graph& g, Value* v, onnx::TypeProto type) {
   bool declared = false, changed = false;

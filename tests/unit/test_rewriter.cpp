@@ -420,3 +420,36 @@ TEST_CASE("a node created by one rewriter counts as changed in another", "[rewri
   CHECK(third.counts().nodesChanged == 1);
   CHECK(verify(*model).empty());
 }
+
+TEST_CASE("values of one type share the model's one copy of it", "[rewriter][types]") {
+  auto model = loadModel(test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, 3] x, float[2, 3] y, int64[4] z) => (float[2, 3] s) {
+  s = Add (x, y)
+}
+)"));
+  Graph& g = model->graph();
+  Value* x = g.findLocal("x");
+  Value* y = g.findLocal("y");
+  Value* z = g.findLocal("z");
+  Value* s = g.findLocal("s");
+  REQUIRE(x->type());
+  CHECK(x->type() == y->type());  // declared apart, one proto
+  CHECK(x->type() == s->type());
+  CHECK(x->type() != z->type());
+  CHECK(z->type()->tensor_type().elem_type() == onnx::TensorProto::INT64);
+  Rewriter rw(*model);
+  onnx::TypeProto wider = *x->type();
+  wider.mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("batch");
+  const onnx::TypeProto* before = x->type();
+  rw.setType(x, wider);
+  CHECK(x->type() != before);
+  CHECK(x->type()->tensor_type().shape().dim(0).dim_param() == "batch");
+  CHECK(y->type() == before);  // the others keep theirs, unchanged
+  CHECK_FALSE(y->type()->tensor_type().shape().dim(0).has_dim_param());
+  rw.setType(y, wider);
+  CHECK(y->type() == x->type());
+  rw.forgetType(x);
+  CHECK(x->type() == nullptr);
+  CHECK(y->type()->tensor_type().shape().dim(0).dim_param() == "batch");
+}
