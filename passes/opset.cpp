@@ -18,6 +18,7 @@
 #include "passes/opset_adapters.h"
 #include "support/error.h"
 #include "support/json_text.h"
+#include "support/pointer_set.h"
 
 namespace graphrw::passes {
 namespace {
@@ -79,9 +80,7 @@ class OpsetRun {
     context.details["to"] = options_.to ? nlohmann::json(*options_.to) : nlohmann::json(from ? *from : 0);
     context.details["converted"] = converted;
     context.details["ir_version"] = model_.irVersion();
-    size_t nodes = 0;
-    for (const auto& [node, _] : convertedNodes_) nodes += node != nullptr;
-    context.matched = nodes;
+    context.matched = convertedNodes_;
   }
 
  private:
@@ -193,7 +192,10 @@ class OpsetRun {
   }
 
   void count(const Node& n, const std::string& adapter) {
-    if (convertedNodes_[&n].insert(adapter).second) converted_[n.opType()][adapter]++;
+    bool seen = false;
+    for (const auto& [a, nodes] : convertedBy_) seen = seen || nodes.contains(&n);
+    if (!seen) ++convertedNodes_;
+    if (convertedBy_[adapter].insert(&n)) converted_[n.opType()][adapter]++;
   }
 
   void noteInputs(const Node& n) {
@@ -351,11 +353,13 @@ class OpsetRun {
     for (Value* v : n->outputs())
       if (v) fail(ExitCode::Internal, "opset: ONNX's converter lost output '" + v->name() + "' of " + nodeLabel(*n));
     for (Node* m : created) {
-      converted_[m->opType()]["onnx"]++;
-      convertedNodes_[m].insert("onnx");
+      count(*m, "onnx");
       work.emplace_back(m, to);
     }
-    convertedNodes_.erase(n);
+    // A node made later may take its address.
+    bool seen = false;
+    for (auto& [adapter, nodes] : convertedBy_) seen = nodes.erase(n) || seen;
+    if (seen) --convertedNodes_;
     rw_.eraseNode(n);
     return true;
   }
@@ -415,7 +419,11 @@ class OpsetRun {
   WeightFolder weights_;
   std::vector<std::string> refusals_;
   std::map<std::string, std::map<std::string, size_t>> converted_;
-  std::unordered_map<const Node*, std::set<std::string>> convertedNodes_;
+  // Nodes converted by each adapter (a node counts once per adapter), and how
+  // many in all: 8-byte slots, not a hash node and a std::set per node (150 MB
+  // at a million nodes).
+  size_t convertedNodes_ = 0;
+  std::map<std::string, FlatPointerSet<Node>> convertedBy_;
   std::set<Value*> danglingInitializers_, danglingConstants_;
 };
 
