@@ -8,12 +8,12 @@
 #include <functional>
 #include <optional>
 #include <set>
-#include <unordered_map>
 
 #include "analysis/attributes.h"
 #include "analysis/fold.h"
 #include "analysis/popart.h"
 #include "io/writer.h"
+#include "passes/place_stage_map.h"
 #include "support/error.h"
 
 namespace graphrw::passes {
@@ -50,16 +50,16 @@ class PlaceRun {
     if (options_.untie) context.details["untied"] = untie();
     std::vector<Node*> nodes;
     for (const auto& n : g.nodes()) nodes.push_back(n.get());
-    std::unordered_map<const Node*, size_t> stage;
+    StageMap stage(nodes);
 
     const bool staged = options_.autoPlace || !options_.stages.empty();
     if (options_.autoPlace) {
       // Contiguous along the graph order, which is topological: no stage reads from a later one.
       auto placed = autoPlace(model_, *options_.autoPlace);
-      for (size_t i = 0; i < nodes.size(); ++i) stage[nodes[i]] = placed.stageOf.at(i);
+      for (size_t i = 0; i < nodes.size(); ++i) stage.setAt(i, placed.stageOf.at(i));
       context.details["auto"] = std::move(placed.report);
     } else if (options_.stages.empty()) {
-      for (Node* n : nodes) stage[n] = 0;
+      for (size_t i = 0; i < nodes.size(); ++i) stage.setAt(i, 0);
     } else {
       selectStages(g, nodes, stage);
     }
@@ -91,16 +91,17 @@ class PlaceRun {
 
  private:
   // Stages by selectors: stage i holds what its selectors match, every other node follows its data.
-  void selectStages(Graph& g, const std::vector<Node*>& nodes, std::unordered_map<const Node*, size_t>& stage) {
+  void selectStages(Graph& g, const std::vector<Node*>& nodes, StageMap& stage) {
     // Stage i holds what its selectors match; a node two stages match is an error.
     std::vector<size_t> matched(options_.stages.size(), 0);
     for (Node* n : nodes)
       for (size_t i = 0; i < options_.stages.size(); ++i) {
         if (!options_.stages[i].matches(*n)) continue;
-        auto [it, fresh] = stage.emplace(n, i);
-        if (!fresh && it->second != i)
-          usageError("place: " + nodeLabel(*n) + " is matched by stage " + std::to_string(it->second) + " ('" +
-                     options_.stages[it->second].str() + "') and by stage " + std::to_string(i) + " ('" +
+        auto was = stage.find(n);
+        if (!was) stage.set(n, i);
+        if (was && *was != i)
+          usageError("place: " + nodeLabel(*n) + " is matched by stage " + std::to_string(*was) + " ('" +
+                     options_.stages[*was].str() + "') and by stage " + std::to_string(i) + " ('" +
                      options_.stages[i].str() + "')");
         ++matched[i];
       }
@@ -110,14 +111,14 @@ class PlaceRun {
                       options_.allowNoMatch);
     // A matched node may not read from a later stage.
     for (Node* n : nodes) {
-      auto it = stage.find(n);
-      if (it == stage.end()) continue;
+      auto at = stage.find(n);
+      if (!at) continue;
       for (const Value* v : readsOf(*n, g)) {
         if (!v->producer()) continue;
         auto p = stage.find(v->producer());
-        if (p != stage.end() && p->second > it->second)
-          usageError("place: " + nodeLabel(*n) + " in stage " + std::to_string(it->second) + " reads '" + v->name() +
-                     "' from " + nodeLabel(*v->producer()) + " in the later stage " + std::to_string(p->second));
+        if (p && *p > *at)
+          usageError("place: " + nodeLabel(*n) + " in stage " + std::to_string(*at) + " reads '" + v->name() +
+                     "' from " + nodeLabel(*v->producer()) + " in the later stage " + std::to_string(*p));
       }
     }
     follow(nodes, stage);
@@ -194,7 +195,7 @@ class PlaceRun {
   // must be on one IPU. The refusal names the weight, its readers and their
   // stages, and the --ipus that puts each group of stages sharing a weight on
   // the IPU of its first stage (a tied MLM head: its stage on the embedding's IPU).
-  void checkWeightsOnOneIpu(const std::unordered_map<const Node*, size_t>& stage, const std::vector<int64_t>& ipus) {
+  void checkWeightsOnOneIpu(const StageMap& stage, const std::vector<int64_t>& ipus) {
     std::vector<size_t> group(ipus.size());  // union of stages sharing a weight, by their lowest stage
     for (size_t i = 0; i < group.size(); ++i) group[i] = i;
     std::function<size_t(size_t)> root = [&](size_t s) { return group[s] == s ? s : group[s] = root(group[s]); };
@@ -205,7 +206,7 @@ class PlaceRun {
       for (const Use& u : init.value->uses()) {
         const Node* owner = popart::mainGraphNode(u.node);
         if (!owner || popart::foldedAtImport(owner->opType())) continue;
-        if (auto s = stage.find(owner); s != stage.end()) readers.emplace(s->second, owner);
+        if (auto s = stage.find(owner)) readers.emplace(*s, owner);
       }
       std::set<int64_t> on;
       for (const auto& [s, _] : readers) on.insert(ipus[s]);
@@ -235,15 +236,15 @@ class PlaceRun {
   // nodes with no placed producer (constants, shape computations on graph
   // inputs) take the earliest stage among their consumers; what is left
   // (nothing reads it) goes to stage 0.
-  void follow(const std::vector<Node*>& nodes, std::unordered_map<const Node*, size_t>& stage) {
+  void follow(const std::vector<Node*>& nodes, StageMap& stage) {
     std::vector<Node*> left;
     for (Node* n : nodes) {
-      if (stage.count(n)) continue;
+      if (stage.find(n)) continue;
       std::optional<size_t> latest;
       for (const Value* v : readsOf(*n, model_.graph()))
         if (v->producer())
-          if (auto it = stage.find(v->producer()); it != stage.end() && (!latest || it->second > *latest)) latest = it->second;
-      if (latest) stage[n] = *latest;
+          if (auto s = stage.find(v->producer()); s && (!latest || *s > *latest)) latest = s;
+      if (latest) stage.set(n, *latest);
       else left.push_back(n);
     }
     for (auto it = left.rbegin(); it != left.rend(); ++it) {
@@ -254,10 +255,10 @@ class PlaceRun {
         for (const Use& u : v->uses()) {
           const Node* owner = popart::mainGraphNode(u.node);
           if (!owner) continue;
-          if (auto s = stage.find(owner); s != stage.end() && (!first || s->second < *first)) first = s->second;
+          if (auto s = stage.find(owner); s && (!first || *s < *first)) first = s;
         }
       }
-      stage[n] = first.value_or(0);
+      stage.set(n, first.value_or(0));
     }
   }
 
