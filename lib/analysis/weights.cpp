@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_set>
 
@@ -226,6 +227,13 @@ void WeightFolder::fold(const std::vector<Node*>& candidates) {
       tooLarge_++;
       continue;
     }
+    // Most candidates read a computed value: cheaply left alone before any key is built.
+    auto constantSource = [](const Value* v) {
+      if (!v || v->isInitializer()) return true;
+      const Node* p = v->producer();
+      return p && p->opType() == "Constant" && isDefaultDomain(p->domain());
+    };
+    if (!std::all_of(n->inputs().begin(), n->inputs().end(), constantSource)) continue;
     // The same op on the same values was folded already (its inputs were constants then).
     std::string key = foldKey(*n);
     std::vector<Value*> results;
