@@ -74,7 +74,7 @@ bool FileCopier::preparePipe() {
   tried_ = true;
   struct stat st {};
   if (fstat(out_, &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  if (lseek(out_, 0, SEEK_CUR) < 0 || pipe2(pipe_, O_CLOEXEC) != 0) return false;
+  if (pipe2(pipe_, O_CLOEXEC) != 0) return false;  // copy() asks the position (lseek) per range
   // A piece of `chunk` bytes at any input offset takes chunk / 4096 + 1 pipe
   // slots: half the pipe. 128 KiB pieces, not larger: the output's page cache
   // is then built of 128 KiB folios; 512 KiB ones were as fast in a steady

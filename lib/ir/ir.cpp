@@ -88,8 +88,7 @@ std::unique_ptr<Value> newValue() { return std::make_unique<Value>(); }
 // Appends to a graph's value array; a large full one grows by a quarter, not
 // twice (flat_detail::roomForOneMore: a loaded graph's array is sized exactly).
 void append(std::vector<std::unique_ptr<Value>>& values, std::unique_ptr<Value> v) {
-  if (values.size() == values.capacity() && values.size() >= flat_detail::kGrowByQuarter)
-    values.reserve(values.size() + values.size() / 4);
+  if (values.size() == values.capacity()) values.reserve(flat_detail::roomForOneMore(values.size(), values.size()));
   values.push_back(std::move(v));
 }
 }  // namespace
