@@ -31,24 +31,39 @@ constexpr size_t kPipeBytes = 256 * 1024;
 // BERT-base's qkv weights took 0.5 s as copy_file_range calls).
 constexpr size_t kSmallFilePiece = 64 * 1024, kStaging = 1 << 20;
 
+[[noreturn]] void shrank(const std::string& what) {
+  fail(ExitCode::OutputFailed, what + ": the input file shrank while being copied");
+}
+
+// Reads `size` bytes at `offset` of the input `fd` through the descriptor: no
+// page of the mapping is touched (nor faulted in past a shrunk file's end).
+void readAt(int fd, uint64_t offset, char* out, size_t size, const std::string& what) {
+  while (size > 0) {
+    ssize_t n = pread(fd, out, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) shrank(what);
+    if (n < 0) fail(ExitCode::OutputFailed, what + ": cannot read the input: " + std::strerror(errno));
+    out += n;
+    offset += static_cast<uint64_t>(n);
+    size -= static_cast<size_t>(n);
+  }
+}
+
 // Fills `staging` with the run of small pieces from `i` on (at least one); returns where it stopped.
-size_t stageSmall(const std::vector<wire::Piece>& pieces, size_t i, std::vector<char>& staging, size_t& used) {
+size_t stageSmall(const std::vector<wire::Piece>& pieces, size_t i, std::vector<char>& staging, size_t& used,
+                  const std::string& what) {
   staging.resize(kStaging);
   used = 0;
   for (; i < pieces.size(); ++i) {
     const wire::Piece& p = pieces[i];
     if (p.size >= (p.file ? kSmallFilePiece : 4096) || used + p.size > kStaging) break;
     if (p.file)
-      p.file->copyOut(p.data, p.size, staging.data() + used);  // read through its descriptor
+      readAt(p.file->fd(), p.offset, staging.data() + used, p.size, what);
     else
       std::memcpy(staging.data() + used, p.data, p.size);
     used += p.size;
   }
   return i;
-}
-
-[[noreturn]] void shrank(const std::string& what) {
-  fail(ExitCode::OutputFailed, what + ": the input file shrank while being copied");
 }
 
 // Where copy_file_range is as fast or faster: its 64 KiB splices then end on
@@ -192,7 +207,7 @@ void writePieces(int fd, const std::vector<wire::Piece>& given, const std::strin
       continue;
     } else if (p.file) {
       size_t used = 0;
-      i = stageSmall(pieces, i, staging, used);
+      i = stageSmall(pieces, i, staging, used, what);
       writeAll(fd, staging.data(), used, what);
       continue;
     }

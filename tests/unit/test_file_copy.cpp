@@ -152,3 +152,20 @@ TEST_CASE("pieces are written in order: small file pieces batched with their nei
   writePieces(out.fd, pieces, "out");
   CHECK(readFile(dir / "out") == expected);
 }
+
+TEST_CASE("small pieces of an input that shrank stop with an error, not a fault on its mapping", "[file_copy]") {
+  TempDir dir;
+  writeFile(dir / "in", noise(1024 * 1024));
+  auto mapped = Buffer::mapFile(dir / "in");
+  REQUIRE(truncate((dir / "in").c_str(), 100 * 1024) == 0);
+  std::vector<wire::Piece> pieces = {{mapped->data() + 4096, 3072, mapped.get(), mapped->fileOffset() + 4096},
+                                     {mapped->data() + 512 * 1024, 3072, mapped.get(), mapped->fileOffset() + 512 * 1024}};
+  Fd out(open((dir / "out").c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600));
+  try {
+    writePieces(out.fd, pieces, "out.onnx");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::OutputFailed);
+    CHECK(std::string(e.what()) == "out.onnx: the input file shrank while being copied");
+  }
+}
