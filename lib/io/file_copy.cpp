@@ -38,15 +38,9 @@ constexpr size_t kSmallFilePiece = 64 * 1024, kStaging = 1 << 20;
 // Reads `size` bytes at `offset` of the input `fd` through the descriptor: no
 // page of the mapping is touched (nor faulted in past a shrunk file's end).
 void readAt(int fd, uint64_t offset, char* out, size_t size, const std::string& what) {
-  while (size > 0) {
-    ssize_t n = pread(fd, out, size, static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n == 0) shrank(what);
-    if (n < 0) fail(ExitCode::OutputFailed, what + ": cannot read the input: " + std::strerror(errno));
-    out += n;
-    offset += static_cast<uint64_t>(n);
-    size -= static_cast<size_t>(n);
-  }
+  if (readAllAt(fd, out, size, offset)) return;
+  if (errno == 0) shrank(what);
+  fail(ExitCode::OutputFailed, what + ": cannot read the input: " + std::strerror(errno));
 }
 
 // Fills `staging` with the run of small pieces from `i` on (at least one); returns where it stopped.

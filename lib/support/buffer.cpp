@@ -35,19 +35,6 @@ struct Fd {
 using SharedFd = std::shared_ptr<Fd>;
 SharedFd share(Fd& f) { return std::make_shared<Fd>(f.release()); }
 
-// Reads exactly `size` bytes at `offset`; false if the descriptor fails or ends first.
-bool readAllAt(int fd, char* out, size_t size, uint64_t offset) {
-  while (size > 0) {
-    ssize_t n = pread(fd, out, size, static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    out += n;
-    size -= static_cast<size_t>(n);
-    offset += static_cast<uint64_t>(n);
-  }
-  return true;
-}
-
 // `size` bytes of a file from `fileOffset` (page-aligned), mapped read-only.
 class MappedBuffer final : public Buffer {
  public:
@@ -292,6 +279,19 @@ Bytes Buffer::spill(std::string_view bytes, const char* what) {
 
 std::shared_ptr<const Buffer> Buffer::fromString(std::string bytes) {
   return std::make_shared<OwnedBuffer>(std::move(bytes));
+}
+
+bool readAllAt(int fd, char* out, size_t size, uint64_t offset) {
+  while (size > 0) {
+    ssize_t n = pread(fd, out, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) errno = 0;
+    if (n <= 0) return false;
+    out += n;
+    size -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return true;
 }
 
 }  // namespace graphrw

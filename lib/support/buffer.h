@@ -92,4 +92,8 @@ struct Bytes {
   }
 };
 
+// Reads exactly `size` bytes at `offset` of `fd` (pread, EINTR retried). False
+// when the file ends first (errno is then 0) or a read fails (errno says why).
+bool readAllAt(int fd, char* out, size_t size, uint64_t offset);
+
 }  // namespace graphrw
