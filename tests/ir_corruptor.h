@@ -25,7 +25,7 @@ struct Corruptor {
   static onnx::TensorProto& proto(Tensor& t) { return t.mutableProto(); }
   static void setRawView(Tensor& t, Bytes bytes) { t.setRawView(std::move(bytes)); }
   static void clearRawView(Tensor& t) { t.clearRawView(); }
-  static std::vector<Attribute>& attributes(Node& n) { return IrAccess::attributes(n); }
+  static Node::AttributeList& attributes(Node& n) { return IrAccess::attributes(n); }
   static NameTable& nodeNames(Graph& g) { return g.mutableNodeNames(); }
   // As if 2^24 - 1 Rewriters had run before: this one keeps a set of its nodes.
   static void dropStamp(Rewriter& rw) { rw.stamp_ = 0; }

@@ -18,7 +18,7 @@ class AttributeInterner {
   void assign(Attribute& a, onnx::AttributeProto&& proto);
 
  private:
-  FlatStringMap<std::string, std::shared_ptr<onnx::AttributeProto>> shared_;
+  FlatStringMap<std::string, SharedAttributeProto> shared_;
   std::string key_;  // reused serialization buffer
 };
 

@@ -125,6 +125,7 @@ class Builder {
       }
       inputs.push_back(v);
     }
+    n->attrs_.reserve(static_cast<size_t>(np.attribute_size()));
     for (auto& ap : *np.mutable_attribute()) n->attrs_.push_back(attribute(std::move(ap), g, n));
     np.clear_input();
     np.clear_output();

@@ -64,6 +64,7 @@ class ir::InlineCopier {
         IrAccess::setProducer(*v, n, static_cast<int>(i));
       }
     }
+    n->attrs_.reserve(src.attributes().size());
     for (const auto& a : src.attributes())
       if (auto copy = attribute(a, target, n)) n->attrs_.push_back(std::move(*copy));
     return n;

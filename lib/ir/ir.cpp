@@ -24,8 +24,8 @@ const std::vector<std::unique_ptr<Graph>>& Attribute::graphs() const {
 Attribute::Objects& Attribute::objects() { return objects_ ? *objects_ : *(objects_ = std::make_unique<Objects>()); }
 
 onnx::AttributeProto& Attribute::mutableProto() {
-  if (!proto_ || proto_.use_count() > 1) proto_ = std::make_shared<onnx::AttributeProto>(proto());
-  return *proto_;
+  if (!proto_ || proto_.shared()) proto_ = SharedAttributeProto(proto());
+  return proto_.mutableRef();
 }
 
 void AttributeInterner::assign(Attribute& a, onnx::AttributeProto&& proto) {
@@ -35,7 +35,7 @@ void AttributeInterner::assign(Attribute& a, onnx::AttributeProto&& proto) {
     a.proto_ = *shared;
     return;
   }
-  a.proto_ = std::make_shared<onnx::AttributeProto>(std::move(proto));
+  a.proto_ = SharedAttributeProto(std::move(proto));
   if (shared_.size() < kMaxEntries) shared_.emplace(key_, a.proto_);
 }
 

@@ -25,6 +25,7 @@
 #include "support/name_table.h"
 #include "support/owning_list.h"
 #include "support/small_vector.h"
+#include "ir/attribute_storage.h"
 #include "ir/tensor.h"
 
 namespace graphrw::ir {
@@ -105,7 +106,7 @@ struct Attribute {
  private:
   GRAPHRW_IR_EDITORS;
   friend class AttributeInterner;
-  struct Objects {  // most attributes (ints, floats, strings) have none: 24 bytes per attribute, not 80
+  struct Objects {  // most attributes (ints, floats, strings) have none: 16 bytes per attribute, not 72
     std::unique_ptr<Tensor> t;
     std::vector<Tensor> tensors;
     std::unique_ptr<Graph> g;
@@ -114,7 +115,7 @@ struct Attribute {
   Objects& objects();  // created on first use
   onnx::AttributeProto& mutableProto();  // copy on write: copied first while shared
   void shareProto(const Attribute& other) { proto_ = other.proto_; }
-  std::shared_ptr<onnx::AttributeProto> proto_;  // never changed while shared
+  SharedAttributeProto proto_;  // never changed while shared
   std::unique_ptr<Objects> objects_;
 };
 
@@ -146,7 +147,8 @@ class Node final {
   Value* input(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
   Value* output(size_t i) const { return i < outputs_.size() ? outputs_[i] : nullptr; }
 
-  const std::vector<Attribute>& attributes() const { return attrs_; }
+  using AttributeList = InlineOneVector<Attribute>;  // one attribute in the node, more in a heap block
+  const AttributeList& attributes() const { return attrs_; }
   const Attribute* attribute(std::string_view name) const;
   // The subgraphs held by this node's attributes (If/Loop/Scan bodies, Call callees).
   std::vector<Graph*> subgraphs() const;
@@ -184,7 +186,7 @@ class Node final {
   std::string name_;
   const OpSymbol* op_ = &internOp({}, {}, {});  // a graph has few distinct ones
   ValueList inputs_, outputs_;
-  std::vector<Attribute> attrs_;
+  AttributeList attrs_;
   std::unique_ptr<onnx::NodeProto> residual_;
   uint32_t presence_ : 8 = 0;
   // The stamp of the Rewriter that created this node (0: none; see Rewriter::stamp_).
@@ -446,7 +448,7 @@ class IrAccess {
   static Graph::NodeList& nodes(Graph& g) { return g.nodes_; }
   static std::unique_ptr<Node> newNode() { return std::unique_ptr<Node>(new Node()); }
   static FunctionKey& key(Function& f) { return f.key_; }
-  static std::vector<Attribute>& attributes(Node& n) { return n.attrs_; }
+  static Node::AttributeList& attributes(Node& n) { return n.attrs_; }
   static AttributeInterner& attributeInterner(Model& m) { return *m.attributes_; }
 };
 
