@@ -21,7 +21,7 @@ struct Corruptor {
   static void setProducer(Value& v, Node* n, int index) { IrAccess::setProducer(v, n, index); }
   static void addUse(Value* v, Node* n, int index) { Graph::addUse(v, n, index); }
   static void removeUse(Value* v, Node* n, int index) { Graph::removeUse(v, n, index); }
-  static Tensor* initializer(Value& v) { return v.initializer_; }
+  static Tensor* initializer(Value& v) { return const_cast<Tensor*>(v.initializer()); }
   static onnx::TensorProto& proto(Tensor& t) { return t.mutableProto(); }
   static void setRawView(Tensor& t, Bytes bytes) { t.setRawView(std::move(bytes)); }
   static void clearRawView(Tensor& t) { t.clearRawView(); }

@@ -132,6 +132,8 @@ void Graph::addInput(Value* v, onnx::ValueInfoProto info) {
 }
 
 void Graph::addOutput(Value* v, onnx::ValueInfoProto info) {
+  if (v->graphOutputs_ == Value::kMaxGraphOutputs)
+    badInput("value '" + v->name_ + "' is a graph output more than " + std::to_string(Value::kMaxGraphOutputs) + " times");
   v->graphOutputs_++;
   if (info.has_type() && !v->type_) v->setType(info.type());
   outputs_.push_back({v, std::move(info)});
@@ -139,12 +141,14 @@ void Graph::addOutput(Value* v, onnx::ValueInfoProto info) {
 
 void Graph::addValueInfo(Value* v, onnx::ValueInfoProto info) {
   if (info.has_type()) v->setType(info.type());
-  v->valueInfos_++;
+  v->hasValueInfo_ = true;
   valueInfo_.push_back({v, std::move(info)});
 }
 
 void Graph::addInitializer(Value* v, std::unique_ptr<Tensor> tensor) {
-  v->initializer_ = tensor.get();
+  assert(v->graph_ == this && !v->isInitializer());
+  if (initializers_.size() >= Value::kNoInitializer) throw std::length_error("more than 2^32-1 initializers in one graph");
+  v->initializerIndex_ = static_cast<uint32_t>(initializers_.size());
   if (!v->type_) {
     onnx::TypeProto type;
     auto* tt = type.mutable_tensor_type();
@@ -182,8 +186,8 @@ void Graph::eraseValue(Value* v) {
   assert(v->graph_ == this);
   if (!v->uses_.empty() || v->producer_ || v->graphOutputs_ > 0 || v->graphInput_)
     fail(ExitCode::Internal, "erasing value '" + v->name_ + "' that is still defined or used");
-  if (v->initializer_) removeInitializer(v);
-  if (v->valueInfos_ > 0)
+  if (v->isInitializer()) removeInitializer(v);
+  if (v->hasValueInfo_)
     valueInfo_.erase(std::remove_if(valueInfo_.begin(), valueInfo_.end(),
                                     [v](const ValueInfo& vi) { return vi.value == v; }),
                      valueInfo_.end());
@@ -201,21 +205,24 @@ size_t Graph::removeValueInfo(const Value* v) {
   size_t before = valueInfo_.size();
   valueInfo_.erase(std::remove_if(valueInfo_.begin(), valueInfo_.end(), [v](const ValueInfo& vi) { return vi.value == v; }),
                    valueInfo_.end());
-  size_t removed = before - valueInfo_.size();
-  const_cast<Value*>(v)->valueInfos_ -= static_cast<int>(removed);
-  return removed;
+  const_cast<Value*>(v)->hasValueInfo_ = false;  // every entry of v is gone
+  return before - valueInfo_.size();
 }
 
 void Graph::removeInitializer(Value* v) {
-  auto it = std::find_if(initializers_.begin(), initializers_.end(),
-                         [v](const Initializer& i) { return i.value == v; });
-  if (it != initializers_.end()) initializers_.erase(it);
-  v->initializer_ = nullptr;
+  if (!v->isInitializer()) return;
+  // In order (the output keeps the input's): the later entries move down one.
+  size_t at = v->initializerIndex_;
+  initializers_.erase(initializers_.begin() + static_cast<std::ptrdiff_t>(at));
+  for (size_t i = at; i < initializers_.size(); ++i) initializers_[i].value->initializerIndex_ = static_cast<uint32_t>(i);
+  v->initializerIndex_ = Value::kNoInitializer;
 }
 
 void Graph::setOutputValue(size_t index, Value* v) {
   outputs_.at(index).value->graphOutputs_--;
   outputs_[index].value = v;
+  if (v->graphOutputs_ == Value::kMaxGraphOutputs)
+    fail(ExitCode::Internal, "value '" + v->name_ + "' would be a graph output more than 2^29 times");
   v->graphOutputs_++;
 }
 

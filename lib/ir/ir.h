@@ -52,8 +52,8 @@ class Value final {
   int producerIndex() const { return producerIndex_; }
   const UseList& uses() const { return uses_; }
   bool isGraphInput() const { return graphInput_; }
-  bool isInitializer() const { return initializer_ != nullptr; }
-  const Tensor* initializer() const { return initializer_; }
+  bool isInitializer() const { return initializerIndex_ != kNoInitializer; }
+  const Tensor* initializer() const;  // its graph's entry (after class Graph)
   bool isSparseInitializer() const { return sparseInitializer_; }
   int graphOutputCount() const { return graphOutputs_; }
   // Defined without a producer node: a graph input, an initializer, or a
@@ -63,7 +63,7 @@ class Value final {
   // The best type known: from value_info, the graph input/output, or the initializer.
   const onnx::TypeProto* type() const { return type_; }
 
-  // From a pool of 104-byte blocks (support/fixed_pool.h): no allocator header each.
+  // From a pool of 96-byte blocks (support/fixed_pool.h): no allocator header each.
   static void* operator new(size_t size);
   static void operator delete(void* p, size_t size) noexcept;
 
@@ -72,19 +72,23 @@ class Value final {
   GRAPHRW_IR_EDITORS;
   // The model's one copy of this type (Model::internType).
   void setType(onnx::TypeProto type);
-  // 104 bytes (symbols.cpp checks): counts and the slot take 32 bits.
+  // 96 bytes (symbols.cpp checks): indexes, counts and flags take 32 bits
+  // each; an initializer is found through its index in the graph's list (a
+  // pointer in every value cost 8 MB a million values, most of them not weights).
+  static constexpr uint32_t kNoInitializer = UINT32_MAX;
+  static constexpr uint32_t kMaxGraphOutputs = (1u << 29) - 1;
   std::string name_;
   Graph* graph_ = nullptr;
   Node* producer_ = nullptr;
   UseList uses_;
-  Tensor* initializer_ = nullptr;
   const onnx::TypeProto* type_ = nullptr;  // owned by the model, shared by the values of one type
   int32_t producerIndex_ = -1;
-  int32_t graphOutputs_ = 0;
-  uint32_t valueInfos_ : 30 = 0;  // entries in its graph's value_info: erasing scans only when > 0
+  uint32_t graphOutputs_ : 29 = 0;  // Graph::addOutput refuses more than kMaxGraphOutputs
+  uint32_t hasValueInfo_ : 1 = 0;   // in its graph's value_info: erasing scans only then
   uint32_t graphInput_ : 1 = 0;
   uint32_t sparseInitializer_ : 1 = 0;
   uint32_t slot_ = 0;  // index in Graph::values_
+  uint32_t initializerIndex_ = kNoInitializer;  // index in Graph::initializers_
 };
 
 // ---------------------------------------------------------------------------
@@ -317,6 +321,10 @@ class Graph {
   std::vector<Initializer> initializers_;
   std::vector<SparseInitializer> sparse_;
 };
+
+inline const Tensor* Value::initializer() const {
+  return initializerIndex_ == kNoInitializer ? nullptr : graph_->initializers()[initializerIndex_].tensor.get();
+}
 
 // ---------------------------------------------------------------------------
 struct FunctionKey {

@@ -466,7 +466,7 @@ size_t Rewriter::removeValueInfo(Graph& g, Value* v) {
   size_t removed = g.removeValueInfo(v);
   counts_.valueInfoRemoved += removed;
   if (removed && !v->producer() && v->uses().empty() && !v->isGraphInput() && !v->isInitializer() &&
-      !v->isSparseInitializer() && v->graphOutputCount() == 0 && v->valueInfos_ == 0)
+      !v->isSparseInitializer() && v->graphOutputCount() == 0 && !v->hasValueInfo_)
     v->graph()->eraseValue(v);
   return removed;
 }

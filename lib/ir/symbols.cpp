@@ -48,7 +48,7 @@ const OpSymbol& internOp(std::string_view opType, std::string_view domain, std::
 
 // Nodes and values come from pools of their exact size (no allocator header):
 // keep them small, they are a million-node graph's largest part.
-static_assert(sizeof(Value) <= 104, "Value stays 104 bytes");
+static_assert(sizeof(Value) <= 96, "Value stays 96 bytes");
 static_assert(sizeof(Node) <= 152, "Node stays 152 bytes");
 using ValuePool = FixedPool<sizeof(Value)>;
 using NodePool = FixedPool<sizeof(Node)>;
