@@ -72,6 +72,7 @@ class PlaceRun {
 
     std::map<int64_t, size_t> perStage, perIpu;
     size_t written = 0;
+    rw_.expectChanges(nodes.size());
     for (Node* n : nodes) {
       size_t s = stage.at(n);
       int64_t ipu = ipus[s];

@@ -5,6 +5,9 @@
 // - InlineOneVector: the node's list, which keeps one element inside itself
 //   (most nodes carry none or one attribute: a Transpose's perm, a placement
 //   key) and only a longer list in a heap block: 24 bytes, as std::vector.
+//   A block of two (a pipeline stage and an IPU on every node) comes from a
+//   pool of exactly that size (support/fixed_pool.h): no allocator header,
+//   32 bytes where malloc takes 48.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -13,6 +16,8 @@
 #include <cstdint>
 #include <new>
 #include <utility>
+
+#include "support/fixed_pool.h"
 
 namespace graphrw::ir {
 
@@ -113,19 +118,24 @@ class InlineOneVector {
   bool isInline() const noexcept { return capacity_ == 1; }
   // Moves the elements into a heap block of `n` (n > 1).
   void moveTo(size_t n) {
-    T* block = static_cast<T*>(::operator new(n * sizeof(T)));
+    T* block = static_cast<T*>(n == 2 ? PairPool::allocate() : ::operator new(n * sizeof(T)));
     T* old = data();
     for (uint32_t i = 0; i < size_; ++i) {
       new (block + i) T(std::move(old[i]));
       old[i].~T();
     }
-    if (!isInline()) ::operator delete(heap_);
+    freeHeap();
     heap_ = block;
     capacity_ = static_cast<uint32_t>(n);
   }
+  using PairPool = FixedPool<2 * sizeof(T)>;
+  void freeHeap() noexcept {
+    if (capacity_ == 2) PairPool::deallocate(heap_);
+    else if (!isInline()) ::operator delete(heap_);
+  }
   void release() noexcept {
     clear();
-    if (!isInline()) ::operator delete(heap_);
+    freeHeap();
     capacity_ = 1;
   }
   // Takes other's elements; other is left empty and inline.

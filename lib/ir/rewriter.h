@@ -115,6 +115,9 @@ class Rewriter {
   void setGraphOutput(Graph& g, size_t index, Value* v);
   // Room for about this many more values and nodes in g.
   void reserve(Graph& g, size_t values, size_t nodes);
+  // Room to count about this many existing nodes as changed (a pass about to
+  // edit every node: the set does not double, old and new tables at once, as it fills).
+  void expectChanges(size_t nodes) { changed_.reserve(nodes); }
 
   // ---- functions and opset imports ----
   Function* addFunction(std::unique_ptr<Function> fn);

@@ -58,6 +58,19 @@ TEST_CASE("inline-one vector: one element in place, more on the heap, kept in or
   CHECK(values(moved) == std::vector<int>{0, 1, 2, 3, 4});
   moved.clear();
   CHECK(moved.empty());
+
+  // Two elements: a block from the pair pool, moved whole and given back.
+  InlineOneVector<std::unique_ptr<int>> pair;
+  pair.reserve(2);
+  CHECK(pair.capacity() == 2);
+  pair.push_back(std::make_unique<int>(8));
+  pair.push_back(std::make_unique<int>(9));
+  InlineOneVector<std::unique_ptr<int>> taken(std::move(pair));
+  CHECK(taken.capacity() == 2);
+  CHECK(values(taken) == std::vector<int>{8, 9});
+  taken = InlineOneVector<std::unique_ptr<int>>();
+  CHECK(taken.empty());
+  CHECK(taken.capacity() == 1);
 }
 
 TEST_CASE("a shared attribute proto is copied before a change while another holder reads it", "[attribute_storage]") {

@@ -453,3 +453,20 @@ g (float[2, 3] x, float[2, 3] y, int64[4] z) => (float[2, 3] s) {
   CHECK(x->type() == nullptr);
   CHECK(y->type()->tensor_type().shape().dim(0).dim_param() == "batch");
 }
+
+TEST_CASE("room reserved for changes leaves the change count exact", "[rewriter]") {
+  auto model = loadModel(test::parseModel(test::kSmallModel));
+  Graph& g = model->graph();
+  Rewriter rw(*model);
+  rw.expectChanges(100000);
+  std::vector<Node*> nodes;
+  for (const auto& n : g.nodes()) nodes.push_back(n.get());
+  REQUIRE(nodes.size() >= 2);
+  rw.renameNode(nodes[0], "first");
+  rw.renameNode(nodes[0], "again");
+  rw.renameNode(nodes[1], "second");
+  CHECK(rw.counts().nodesChanged == 2);
+  rw.expectChanges(10);  // smaller than the room there is: nothing lost
+  rw.renameNode(nodes[1], "second2");
+  CHECK(rw.counts().nodesChanged == 2);
+}
