@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <set>
+#include <vector>
 
 #include "analysis/types.h"
 #include "support/error.h"
@@ -113,33 +114,42 @@ class SetShapesRun {
       for (const auto& v : sub.values())
         if (!v->isGraphInput() && !v->isInitializer()) values.emplace_back(&sub, v.get());
     });
-    std::map<Value*, onnx::TypeProto> before;
-    for (auto& [sub, v] : values)
-      if (v->type()) {
-        before[v] = *v->type();
+    // Each value's type before: the model's interned copy (it outlives forgetType),
+    // one pointer a value where a map of copies took hundreds of bytes.
+    std::vector<const onnx::TypeProto*> before(values.size());
+    for (size_t i = 0; i < values.size(); ++i)
+      if (Value* v = values[i].second; v->type()) {
+        before[i] = v->type();
         rw_.forgetType(v);
       }
     inferInOrder(rw_);
     inferMissingTypes(rw_);  // calls and what per-node inference left
     size_t declared = 0, outputsStatic = 0, outputs = 0;
-    for (auto& [sub, v] : values) {
-      auto old = before.find(v);
+    for (size_t i = 0; i < values.size(); ++i) {
+      auto [sub, v] = values[i];
+      const onnx::TypeProto* old = before[i];
       // A dimension named by --dim has that size wherever the name appears
       // (ONNX: one dim_param, one size), also where inference does not reach.
-      bool renamed = old != before.end() && substituteDims(old->second);
+      onnx::TypeProto substituted;
+      bool renamed = false;
+      if (old && !options_.dims.empty()) {
+        substituted = *old;
+        renamed = substituteDims(substituted);
+        if (renamed) old = &substituted;
+      }
       bool written = v->graphOutputCount() > 0 || v->producer();
-      if (!v->type() || (old != before.end() && !asSpecific(*v->type(), old->second))) {
+      if (!v->type() || (old && !asSpecific(*v->type(), *old))) {
         // Only what inference knows at least as well as the model did is written.
-        if (old == before.end()) continue;
-        if (v->type() && v->graphOutputCount() > 0) checkConsistent(v, old->second, *v->type());
-        rw_.setType(v, old->second);
+        if (!old) continue;
+        if (v->type() && v->graphOutputCount() > 0) checkConsistent(v, *old, *v->type());
+        rw_.setType(v, *old);
         if (renamed && written) {
-          rw_.declareType(*sub, v, old->second);
+          rw_.declareType(*sub, v, *old);
           declared++;
         }
         continue;
       }
-      if (v->graphOutputCount() > 0 && old != before.end()) checkConsistent(v, old->second, *v->type());
+      if (v->graphOutputCount() > 0 && old) checkConsistent(v, *old, *v->type());
       if (written) {
         rw_.declareType(*sub, v, *v->type());
         declared++;

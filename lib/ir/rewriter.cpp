@@ -380,9 +380,14 @@ void Rewriter::declareType(Graph& g, Value* v, onnx::TypeProto type) {
         *e.info.mutable_type() = type;
       }
   };
-  set(g.inputs_);
-  set(g.outputs_);
-  if (!declared) set(g.valueInfo_);
+  // A value of g says which lists name it: a million declarations into a graph
+  // without value_info (set-shapes) are then each O(1), not a scan of the list
+  // they fill. A value of another scope (an outer value declared in a
+  // subgraph) has flags for its own graph: every list is read.
+  const bool own = v->graph() == &g;
+  if (!own || v->isGraphInput()) set(g.inputs_);
+  if (!own || v->graphOutputCount() > 0) set(g.outputs_);
+  if (!declared && (!own || v->hasValueInfo_)) set(g.valueInfo_);
   if (!declared) {
     onnx::ValueInfoProto info;
     info.set_name(v->name());
