@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <set>
+#include <unordered_map>
 #include <vector>
 
 #include "analysis/types.h"
@@ -109,24 +110,35 @@ class SetShapesRun {
     for (auto& [v, t] : wanted) rw_.declareType(g, v, t);
 
     // Propagate: every type below the inputs is inferred again.
-    std::vector<std::pair<Graph*, Value*>> values;
+    // Its graph is the value's own (v->graph()): 8 bytes a value, sized once.
+    std::vector<Value*> values;
+    size_t count = 0;
+    model_.graph().walkGraphs([&](Graph& sub) { count += sub.valueCount(); });
+    values.reserve(count);
     model_.graph().walkGraphs([&](Graph& sub) {
       for (const auto& v : sub.values())
-        if (!v->isGraphInput() && !v->isInitializer()) values.emplace_back(&sub, v.get());
+        if (!v->isGraphInput() && !v->isInitializer()) values.push_back(v.get());
     });
     // Each value's type before: the model's interned copy (it outlives forgetType),
     // one pointer a value where a map of copies took hundreds of bytes.
     std::vector<const onnx::TypeProto*> before(values.size());
     for (size_t i = 0; i < values.size(); ++i)
-      if (Value* v = values[i].second; v->type()) {
+      if (Value* v = values[i]; v->type()) {
         before[i] = v->type();
         rw_.forgetType(v);
       }
     inferInOrder(rw_);
     inferMissingTypes(rw_);  // calls and what per-node inference left
+    // Every written value may get a value_info entry: room for them at once,
+    // not a list doubling (old and new arrays at once) while a million are added.
+    std::unordered_map<Graph*, size_t> writable;
+    for (Value* v : values)
+      if (v->graphOutputCount() > 0 || v->producer()) writable[v->graph()]++;
+    for (auto [sub, entries] : writable) rw_.expectDeclarations(*sub, entries);
     size_t declared = 0, outputsStatic = 0, outputs = 0;
     for (size_t i = 0; i < values.size(); ++i) {
-      auto [sub, v] = values[i];
+      Value* v = values[i];
+      Graph* sub = v->graph();
       const onnx::TypeProto* old = before[i];
       // A dimension named by --dim has that size wherever the name appears
       // (ONNX: one dim_param, one size), also where inference does not reach.
@@ -170,7 +182,7 @@ class SetShapesRun {
  private:
   onnx::TypeProto declared(const Graph& g, const Value* v) {
     for (const auto& in : g.inputs())
-      if (in.value == v) return in.info.type();
+      if (in.value == v) return in.typeOrEmpty();
     return {};
   }
   bool hadShape(const Graph& g, const Value* v) { return declared(g, v).tensor_type().has_shape(); }

@@ -378,8 +378,8 @@ size_t refreshDynamicTypes(Rewriter& rw) {
     // Declarations: a value's known type may be static (inferred) while what
     // the file declares for it is not.
     std::unordered_map<const Value*, const onnx::TypeProto*> declared;
-    for (const auto& vi : g.valueInfo()) declared[vi.value] = &vi.info.type();
-    for (const auto& out : g.outputs()) declared[out.value] = &out.info.type();
+    for (const auto& vi : g.valueInfo()) declared[vi.value] = &vi.typeOrEmpty();
+    for (const auto& out : g.outputs()) declared[out.value] = &out.typeOrEmpty();
     for (const auto& v : g.values()) {
       if (!v->producer()) continue;
       auto d = declared.find(v.get());

@@ -96,6 +96,24 @@ class ProtoBuilder {
   void functionOnly(const Function& f, onnx::FunctionProto& out) { function(f, out); }
   void nodeOnly(const Node& n, onnx::NodeProto& out) { node(n, out); }
 
+  // The main graph's value_info entries as GraphProto field 13, one at a time
+  // into `bytes` (ModelBytes::finish), never all held as protobuf messages.
+  void streamValueInfo(const Graph& g, ModelBytes& bytes) {
+    namespace pbio = google::protobuf::io;
+    onnx::ValueInfoProto vp;
+    for (const auto& vi : g.valueInfo()) {
+      valueInfo(vi, vp);
+      const size_t size = vp.ByteSizeLong();
+      uint8_t* start = reinterpret_cast<uint8_t*>(bytes.extend(size + 11));
+      uint8_t* p = pbio::CodedOutputStream::WriteTagToArray(0x6a, start);  // field 13, length-delimited
+      p = pbio::CodedOutputStream::WriteVarint64ToArray(size, p);
+      p = vp.SerializeWithCachedSizesToArray(p);
+      bytes.commit(static_cast<size_t>(p - start));
+      // Moved to the spill file like the nodes: a million entries are 35 MB.
+      if (options_.spillNodesAt > 0 && bytes.appended() >= options_.spillNodesAt) bytes.spillNodes(payloads);
+    }
+  }
+
   void model(const Model& m, onnx::ModelProto& out) {
     out = m.residual();
     if (mainNodes) {
@@ -113,7 +131,7 @@ class ProtoBuilder {
         if (options_.spillNodesAt > 0 && mainNodes->appended() >= options_.spillNodesAt) mainNodes->spillNodes(payloads);
       }
     }
-    graph(m.graph(), *out.mutable_graph(), /*withNodes=*/mainNodes == nullptr);
+    graph(m.graph(), *out.mutable_graph(), /*streamed=*/mainNodes != nullptr);
     for (const auto& f : m.functions()) function(*f, *out.add_functions());
   }
 
@@ -189,11 +207,16 @@ class ProtoBuilder {
   }
 
   static void valueInfo(const ValueInfo& vi, onnx::ValueInfoProto& out) {
-    out = vi.info;
-    if (out.name() != vi.value->name()) out.set_name(vi.value->name());
+    if (vi.rest()) out = *vi.rest();
+    else out.Clear();
+    out.set_name(vi.value->name());
+    if (vi.type()) *out.mutable_type() = *vi.type();
   }
 
-  void graph(const Graph& g, onnx::GraphProto& out, bool withNodes = true) {
+  // `streamed`: the main graph of a streamed model, whose nodes and
+  // value_info the ModelBytes receives on their own.
+  void graph(const Graph& g, onnx::GraphProto& out, bool streamed = false) {
+    const bool withNodes = !streamed;
     out = g.residual();
     if (withNodes) {
       out.mutable_node()->Reserve(static_cast<int>(g.nodeCount()));
@@ -207,7 +230,8 @@ class ProtoBuilder {
     }
     for (const auto& vi : g.inputs()) valueInfo(vi, *out.add_input());
     for (const auto& vi : g.outputs()) valueInfo(vi, *out.add_output());
-    for (const auto& vi : g.valueInfo()) valueInfo(vi, *out.add_value_info());
+    if (!streamed)
+      for (const auto& vi : g.valueInfo()) valueInfo(vi, *out.add_value_info());
   }
 
   void function(const Function& f, onnx::FunctionProto& out) {
@@ -294,7 +318,7 @@ std::unique_ptr<ModelBytes> serializeStreamed(ProtoBuilder& builder, const Model
   try {
     onnx::ModelProto proto;
     builder.model(model, proto);
-    bytes->finish(proto.SerializeAsString());
+    bytes->finish(proto.SerializeAsString(), [&](ModelBytes& b) { builder.streamValueInfo(model.graph(), b); });
   } catch (const std::length_error&) {
     overProtobufLimit("");
   }

@@ -100,7 +100,9 @@ void infos(Hasher& h, const std::vector<ValueInfo>& list) {
   h.u64(list.size());
   for (const ValueInfo& vi : list) {
     h.str(vi.value->name());
-    h.message(vi.info);
+    h.message(vi.typeOrEmpty());
+    h.u64(vi.type() != nullptr);
+    h.message(vi.rest() ? *vi.rest() : onnx::ValueInfoProto::default_instance());
   }
 }
 

@@ -123,7 +123,7 @@ class ir::InlineCopier {
   std::unique_ptr<Graph> graph(const Graph& src, Graph& parent, Node* parentNode) {
     auto g = std::make_unique<Graph>(parent.model(), &parent.mutableNames(), &parent.mutableNodeNames(), &parent, parentNode);
     g->mutableResidual() = src.residual();
-    for (const auto& vi : src.inputs()) g->addInput(freshValue(*g, vi.value), vi.info);
+    for (const auto& vi : src.inputs()) g->addInput(freshValue(*g, vi.value), vi);
     for (const auto& init : src.initializers()) {
       Value* v = result_.valueMap.count(init.value) ? result_.valueMap[init.value] : freshValue(*g, init.value);
       g->addInitializer(v, std::make_unique<Tensor>(*init.tensor));
@@ -133,9 +133,9 @@ class ir::InlineCopier {
       g->addSparseInitializer(v, sp.proto);
     }
     for (const auto& n : src.nodes()) node(*n, *g, nullptr, {});
-    for (const auto& vi : src.outputs()) g->addOutput(mapped(vi.value), vi.info);
+    for (const auto& vi : src.outputs()) g->addOutput(mapped(vi.value), vi);
     for (const auto& vi : src.valueInfo())
-      if (Value* v = mapped(vi.value); v->graph() == g.get()) g->addValueInfo(v, vi.info);
+      if (Value* v = mapped(vi.value); v->graph() == g.get()) g->addValueInfo(v, vi);
     return g;
   }
 
@@ -220,7 +220,7 @@ InlineResult InlineCopier::inlineBody(Rewriter& rw, Node* call, const Graph& bod
     if (it == result.valueMap.end() || !it->second || it->second->graph() != &target) continue;
     if (bound.count(vi.value)) continue;  // the call's own outputs keep their own value_info
     if (it->second->isGraphInput() || it->second->graphOutputCount() > 0) continue;
-    target.addValueInfo(it->second, vi.info);
+    target.addValueInfo(it->second, vi);
   }
 
   rw.eraseNode(call);

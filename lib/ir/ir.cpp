@@ -125,24 +125,56 @@ void Graph::reserveMore(size_t values, size_t nodes) {
   nodeNames_->reserveMore(nodes);
 }
 
-void Graph::addInput(Value* v, onnx::ValueInfoProto info) {
-  v->graphInput_ = true;
-  if (info.has_type() && !v->type_) v->setType(info.type());
-  inputs_.push_back({v, std::move(info)});
+onnx::ValueInfoProto ValueInfo::proto() const {
+  onnx::ValueInfoProto p;
+  if (rest_) p = *rest_;
+  p.set_name(value->name());
+  if (type_) *p.mutable_type() = *type_;
+  return p;
 }
 
-void Graph::addOutput(Value* v, onnx::ValueInfoProto info) {
+const onnx::TypeProto* Graph::internType(onnx::TypeProto&& type) {
+  assert(model_);
+  return model_->internType(std::move(type));
+}
+
+ValueInfo Graph::entry(Value* v, onnx::ValueInfoProto&& info) {
+  const onnx::TypeProto* type = info.has_type() ? internType(std::move(*info.mutable_type())) : nullptr;
+  info.clear_name();
+  info.clear_type();
+  std::unique_ptr<onnx::ValueInfoProto> rest;
+  if (info.ByteSizeLong() > 0) rest = std::make_unique<onnx::ValueInfoProto>(std::move(info));
+  return ValueInfo(v, type, std::move(rest));
+}
+
+ValueInfo Graph::entry(Value* v, const ValueInfo& like) {
+  const onnx::TypeProto* type = like.type_;
+  // Another model's interned type is copied into this one's.
+  if (type && like.value->graph()->model() != model_) type = internType(onnx::TypeProto(*type));
+  return ValueInfo(v, type, like.rest_ ? std::make_unique<onnx::ValueInfoProto>(*like.rest_) : nullptr);
+}
+
+void Graph::addInput(ValueInfo e) {
+  Value* v = e.value;
+  v->graphInput_ = true;
+  if (e.type_ && !v->type_) v->type_ = e.type_;
+  inputs_.push_back(std::move(e));
+}
+
+void Graph::addOutput(ValueInfo e) {
+  Value* v = e.value;
   if (v->graphOutputs_ == Value::kMaxGraphOutputs)
     badInput("value '" + v->name_ + "' is a graph output more than " + std::to_string(Value::kMaxGraphOutputs) + " times");
   v->graphOutputs_++;
-  if (info.has_type() && !v->type_) v->setType(info.type());
-  outputs_.push_back({v, std::move(info)});
+  if (e.type_ && !v->type_) v->type_ = e.type_;
+  outputs_.push_back(std::move(e));
 }
 
-void Graph::addValueInfo(Value* v, onnx::ValueInfoProto info) {
-  if (info.has_type()) v->setType(info.type());
+void Graph::addValueInfo(ValueInfo e) {
+  Value* v = e.value;
+  if (e.type_) v->type_ = e.type_;
   v->hasValueInfo_ = true;
-  valueInfo_.push_back({v, std::move(info)});
+  valueInfo_.push_back(std::move(e));
 }
 
 void Graph::addInitializer(Value* v, std::unique_ptr<Tensor> tensor) {

@@ -27,6 +27,7 @@
 #include "support/small_vector.h"
 #include "ir/attribute_storage.h"
 #include "ir/tensor.h"
+#include "ir/value_info.h"
 
 namespace graphrw::ir {
 
@@ -210,13 +211,6 @@ class Node final {
 };
 
 // ---------------------------------------------------------------------------
-// A graph input, output or value_info entry: the value plus the ValueInfoProto
-// as it was (type, doc_string, unknown fields); its name follows the value.
-struct ValueInfo {
-  Value* value;
-  onnx::ValueInfoProto info;
-};
-
 struct Initializer {
   Value* value;
   std::unique_ptr<Tensor> tensor;
@@ -284,9 +278,20 @@ class Graph {
   void reserve(size_t values);
   // Room for about this many more values and nodes (a pass that knows it will grow the graph).
   void reserveMore(size_t values, size_t nodes);
-  void addInput(Value* v, onnx::ValueInfoProto info);
-  void addOutput(Value* v, onnx::ValueInfoProto info);
-  void addValueInfo(Value* v, onnx::ValueInfoProto info);
+  void addInput(Value* v, onnx::ValueInfoProto info) { addInput(entry(v, std::move(info))); }
+  void addOutput(Value* v, onnx::ValueInfoProto info) { addOutput(entry(v, std::move(info))); }
+  void addValueInfo(Value* v, onnx::ValueInfoProto info) { addValueInfo(entry(v, std::move(info))); }
+  // `like`'s type and other fields (an entry of any graph, of any model) for v.
+  void addInput(Value* v, const ValueInfo& like) { addInput(entry(v, like)); }
+  void addOutput(Value* v, const ValueInfo& like) { addOutput(entry(v, like)); }
+  void addValueInfo(Value* v, const ValueInfo& like) { addValueInfo(entry(v, like)); }
+  void addInput(ValueInfo e);
+  void addOutput(ValueInfo e);
+  void addValueInfo(ValueInfo e);
+  // An entry for v of this graph's model: the type interned, the rest kept when not empty.
+  ValueInfo entry(Value* v, onnx::ValueInfoProto&& info);
+  ValueInfo entry(Value* v, const ValueInfo& like);
+  const onnx::TypeProto* internType(onnx::TypeProto&& type);
   void addInitializer(Value* v, std::unique_ptr<Tensor> tensor);
   void addSparseInitializer(Value* v, onnx::SparseTensorProto proto);
   // The sparse initializer v becomes the dense initializer `tensor`.
@@ -415,6 +420,7 @@ class Model {
   // bytes): a million-value graph has a few hundred types, not a million
   // 300-byte TypeProtos. Never shrinks while the model lives.
   friend class Value;
+  friend class Graph;
   const onnx::TypeProto* internType(onnx::TypeProto&& type);
   FlatStringMap<std::string, std::unique_ptr<const onnx::TypeProto>> types_;
   std::string typeKey_;  // reused serialization buffer

@@ -370,14 +370,18 @@ void Rewriter::setType(Value* v, onnx::TypeProto type) { v->setType(std::move(ty
 
 void Rewriter::forgetType(Value* v) { v->type_ = nullptr; }
 
+void Rewriter::expectDeclarations(Graph& g, size_t entries) { g.valueInfo_.reserve(g.valueInfo_.size() + entries); }
+
 void Rewriter::declareType(Graph& g, Value* v, onnx::TypeProto type) {
+  // Interned: one pointer per distinct type, and equal types are equal pointers.
+  const onnx::TypeProto* interned = g.internType(std::move(type));
   bool declared = false, changed = false;
   auto set = [&](std::vector<ValueInfo>& entries) {
     for (auto& e : entries)
       if (e.value == v) {
         declared = true;
-        if (e.info.type().SerializeAsString() != type.SerializeAsString()) changed = true;
-        *e.info.mutable_type() = type;
+        if (e.type_ != interned) changed = true;
+        e.type_ = interned;
       }
   };
   // A value of g says which lists name it: a million declarations into a graph
@@ -389,13 +393,10 @@ void Rewriter::declareType(Graph& g, Value* v, onnx::TypeProto type) {
   if (!own || v->graphOutputCount() > 0) set(g.outputs_);
   if (!declared && (!own || v->hasValueInfo_)) set(g.valueInfo_);
   if (!declared) {
-    onnx::ValueInfoProto info;
-    info.set_name(v->name());
-    *info.mutable_type() = type;
-    g.addValueInfo(v, std::move(info));
+    g.addValueInfo(ValueInfo(v, interned, nullptr));
     changed = true;
   }
-  v->setType(std::move(type));
+  v->type_ = interned;
   if (changed) counts_.typesDeclared++;
 }
 

@@ -118,6 +118,8 @@ class Rewriter {
   // Room to count about this many existing nodes as changed (a pass about to
   // edit every node: the set does not double, old and new tables at once, as it fills).
   void expectChanges(size_t nodes) { changed_.reserve(nodes); }
+  // Room for this many more value_info entries in g (declareType on every value).
+  void expectDeclarations(Graph& g, size_t entries);
 
   // ---- functions and opset imports ----
   Function* addFunction(std::unique_ptr<Function> fn);

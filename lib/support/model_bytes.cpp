@@ -68,17 +68,35 @@ void ModelBytes::spillNodes(const std::vector<Bytes>& payloads) {
   size_ = headroom_;
 }
 
-void ModelBytes::finish(std::string_view rest) {
+void ModelBytes::finish(std::string_view rest, const std::function<void(ModelBytes&)>& valueInfo) {
   wire::Reader r(rest);
   wire::Field f;
   bool found = false;
   while (!found && r.next(f)) found = f.number == 7 && f.type == wire::WireType::Len;
   if (!found) throw std::runtime_error("the model has no graph to put its nodes in");
+  std::string_view suffix = rest.substr(static_cast<size_t>(f.end - rest.data()));
+  std::string_view graph = f.payload;
+  size_t split = graph.size();
+  if (valueInfo) {
+    // GraphProto's known fields below value_info (13): node, name,
+    // initializer, doc_string, input, output. Protobuf writes known fields in
+    // number order and unknown ones last, so value_info goes before the first
+    // field that is not one of these.
+    wire::Reader g(graph);
+    wire::Field gf;
+    split = 0;
+    while (g.next(gf)) {
+      const bool before = gf.number == 1 || gf.number == 2 || gf.number == 5 || (gf.number >= 10 && gf.number <= 12);
+      if (!before) break;
+      split = static_cast<size_t>(gf.end - graph.data());
+    }
+  }
+  append(graph.substr(0, split));
+  if (valueInfo) valueInfo(*this);
+  append(graph.substr(split));
   std::string header(rest.substr(0, static_cast<size_t>(f.begin - rest.data())));
   wire::appendTag(header, 7, wire::WireType::Len);
-  wire::appendVarint(header, appended() + f.payload.size());
-  std::string_view suffix = rest.substr(static_cast<size_t>(f.end - rest.data()));
-  append(f.payload);
+  wire::appendVarint(header, appended());
   append(suffix);
   if (header.size() <= headroom_) {
     begin_ = headroom_ - header.size();

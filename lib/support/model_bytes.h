@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,8 +61,13 @@ class ModelBytes {
   const wire::GraphLead& lead() const { return lead_; }
 
   // `rest`: the serialized model whose graph (field 7) lacks the nodes.
+  // `valueInfo`, when given, appends the graph's value_info entries (field 13)
+  // straight into this buffer where protobuf would put them: after the
+  // graph's fields numbered 1-12, before the later ones and unknown fields.
+  // It may call spillNodes(): what is moved (the graph's earlier fields and
+  // the entries so far) still comes first in the graph, in order.
   // Throws std::runtime_error when `rest` has no graph field.
-  void finish(std::string_view rest);
+  void finish(std::string_view rest, const std::function<void(ModelBytes&)>& valueInfo = {});
   // The model's bytes, valid until this object is destroyed.
   std::string_view view() const { return {data() + begin_, size_ - begin_}; }
 

@@ -91,9 +91,9 @@ TEST_CASE("legalize: PyTorch exports through examples/popart.rules.json import i
       for (const auto& vi : g.valueInfo()) declared.push_back(&vi);
       for (const auto& out : g.outputs()) declared.push_back(&out);
       for (const ir::ValueInfo* vi : declared) {
-        INFO(vi->value->name() << ": " << graphrw::typeString(&vi->info.type()));
-        bool fixed = vi->info.type().tensor_type().has_shape();
-        for (const auto& d : vi->info.type().tensor_type().shape().dim()) fixed &= d.has_dim_value();
+        INFO(vi->value->name() << ": " << graphrw::typeString(&vi->typeOrEmpty()));
+        bool fixed = vi->typeOrEmpty().tensor_type().has_shape();
+        for (const auto& d : vi->typeOrEmpty().tensor_type().shape().dim()) fixed &= d.has_dim_value();
         CHECK(fixed);
       }
     });

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "io/loader.h"
+#include "ir/inliner.h"
 #include "ir/ir.h"
 #include "ir/rewriter.h"
 #include "support.h"
@@ -57,4 +58,78 @@ main (float[2] X) => (float[2] Y) <float[2] A = {1, 1}, float[2] B = {2, 2}, flo
 TEST_CASE("a value is 96 bytes", "[value_layout]") {
   // A million-value graph: each 8 bytes is 8 MB.
   STATIC_REQUIRE(sizeof(ir::Value) == 96);
+}
+
+// A value_info entry holds the model's interned type, not a TypeProto of its
+// own, and its other fields only when it has some.
+TEST_CASE("value_info entries: interned types, other fields kept only when present", "[value_layout]") {
+  auto proto = test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (float[2] X) => (float[2] Y) <float[2] H, float[2] K> {
+  H = Neg (X)
+  K = Abs (H)
+  Y = Neg (K)
+}
+)");
+  proto.mutable_graph()->mutable_value_info(0)->set_doc_string("hidden");
+  const onnx::ValueInfoProto original = proto.graph().value_info(0);
+  auto model = loadModel(proto);
+  auto& g = model->graph();
+  REQUIRE(g.valueInfo().size() == 2);
+  const ir::ValueInfo& h = g.valueInfo()[0];
+  const ir::ValueInfo& k = g.valueInfo()[1];
+  CHECK(h.type() == h.value->type());
+  CHECK(h.type() == k.type());  // one copy of float[2]
+  REQUIRE(h.rest() != nullptr);
+  CHECK(h.rest()->doc_string() == "hidden");
+  CHECK_FALSE(h.rest()->has_type());
+  CHECK(h.rest()->name().empty());
+  CHECK(k.rest() == nullptr);
+  std::string diff;
+  CHECK(test::sameMessage(h.proto(), original, &diff));
+  INFO(diff);
+
+  ir::Rewriter rw(*model);
+  onnx::TypeProto same = *k.type();
+  rw.declareType(g, k.value, same);
+  CHECK(rw.counts().typesDeclared == 0);  // the same type: no change
+  onnx::TypeProto wider = same;
+  wider.mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("n");
+  rw.declareType(g, k.value, wider);
+  CHECK(rw.counts().typesDeclared == 1);
+  CHECK(g.valueInfo()[1].type() == k.value->type());
+  CHECK(g.valueInfo()[1].type()->tensor_type().shape().dim(0).dim_param() == "n");
+  CHECK(g.valueInfo()[0].type()->tensor_type().shape().dim(0).dim_value() == 2);
+}
+
+TEST_CASE("value_info copied from another model's body is interned in the target", "[value_layout]") {
+  auto model = loadModel(test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17, "d" : 1]>
+main (float[2] X) => (float[2] Y) <float[2] T> {
+  T = Abs (X)
+  Y = d.F (T)
+}
+)"));
+  ir::Value* y = model->graph().findLocal("Y");
+  {
+    auto bodyProto = test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+body (float[2] A) => (float[2] B) <float[2] M> {
+  M = Neg (A)
+  B = Abs (M)
+}
+)");
+    bodyProto.mutable_graph()->mutable_value_info(0)->set_doc_string("inner");
+    auto other = loadModel(bodyProto);
+    ir::Rewriter rw(*model);
+    inlineBody(rw, y->producer(), other->graph(), {}, "f");
+  }  // the body's model, and its interned types, are gone
+  const auto& entries = model->graph().valueInfo();
+  REQUIRE(entries.size() == 2);
+  const ir::ValueInfo& copied = entries[1];
+  CHECK(copied.value->name() == "f/M");
+  REQUIRE(copied.type() != nullptr);
+  CHECK(copied.type() == entries[0].type());  // the target's own float[2]
+  REQUIRE(copied.rest() != nullptr);
+  CHECK(copied.rest()->doc_string() == "inner");
 }

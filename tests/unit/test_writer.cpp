@@ -183,6 +183,47 @@ TEST_CASE("write is byte-identical when the nodes move to the spill file, payloa
   CHECK(test::readFile(dir / "stdout") == expected);
 }
 
+TEST_CASE("value_info is streamed where protobuf puts it, through the spill file too", "[writer]") {
+  // value_info (GraphProto field 13) is written entry by entry after the
+  // nodes: it must land after the graph's fields 1-12 (initializers with their
+  // payloads, inputs, outputs, doc_string) and before 14, 15 and unknown fields.
+  auto proto = longChain(300);
+  auto* g = proto.mutable_graph();
+  g->set_doc_string("the chain");
+  auto* w = g->add_initializer();
+  w->set_name("W");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(2000);
+  w->set_raw_data(std::string(8000, 'w'));
+  for (int i = 0; i < 299; ++i) {
+    if (i % 25 == 7) continue;  // the constants
+    auto* vi = g->add_value_info();
+    vi->set_name("v" + std::to_string(i));
+    if (i % 3 != 1) {
+      auto* tt = vi->mutable_type()->mutable_tensor_type();
+      tt->set_elem_type(onnx::TensorProto::FLOAT);
+      tt->mutable_shape()->add_dim()->set_dim_value(4);
+    }
+    if (i % 5 == 0) vi->set_doc_string("entry " + std::to_string(i));
+  }
+  auto* qa = g->add_quantization_annotation();
+  qa->set_tensor_name("v1");
+  g->mutable_unknown_fields()->AddVarint(3, 7);  // unknown: after everything known
+  const std::string expected = proto.SerializeAsString();
+  test::TempDir dir;
+  test::writeProto(proto, dir / "in.onnx");
+  auto model = loadModel((dir / "in.onnx").string());
+  REQUIRE(model->graph().valueInfo().size() == static_cast<size_t>(g->value_info_size()));
+  for (size_t at : {size_t{0}, size_t{1}, size_t{700}, size_t{20000}, WriteOptions{}.spillNodesAt}) {
+    INFO("spill at " << at);
+    WriteOptions options;
+    options.spillNodesAt = at;
+    auto result = writeModel(*model, (dir / "out.onnx").string(), options);
+    CHECK(result.modelBytes == expected.size());
+    CHECK(test::readFile(dir / "out.onnx") == expected);
+  }
+}
+
 TEST_CASE("toProto materializes every payload", "[writer]") {
   auto proto = rawModel();
   auto model = loadModel(Buffer::fromString(proto.SerializeAsString()), ".", "m");
