@@ -116,6 +116,10 @@ class OutlineRun {
         for (auto& b : blocks) detached += outline_sharing::detachCheckpoints(*g, b);
         hoisted_ += outline_sharing::hoistShared(*g, blocks);
       }
+      // A million-node graph's 50,000 blocks are reserved at once, not doubled
+      // into (old and new arrays at once); many graphs' still grow geometrically.
+      if (size_t need = work_.size() + blocks.size(); need > work_.capacity())
+        work_.reserve(std::max(need, 2 * work_.capacity()));
       for (auto& b : blocks) {
         if (b.nodes.empty()) continue;
         bool scoped = b.nodes.size() > 1 || (b.nodes.size() == 1 && b.key != b.nodes[0]->name());
@@ -346,7 +350,7 @@ class OutlineRun {
       Node* n = b.nodes[k];
       onnx::NodeProto p = nodeToProto(*n);
       outline_sharing::renameRefs(p, rename);
-      const auto& slots = w.reads.direct[k];
+      const auto slots = w.reads.direct[k];
       if (static_cast<size_t>(p.input_size()) != slots.size())
         fail(ExitCode::Internal, "outline: node '" + n->name() + "' has " + std::to_string(p.input_size()) + " inputs written, " +
                       std::to_string(slots.size()) + " read");

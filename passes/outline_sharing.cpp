@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <unordered_map>
@@ -11,6 +12,7 @@
 #include "analysis/opsets.h"
 #include "analysis/popart.h"
 #include "io/writer.h"
+#include "support/error.h"
 
 namespace graphrw::passes::outline_sharing {
 
@@ -87,13 +89,16 @@ Reads readsOf(const Graph& g, const Block& b) {
       }
     });
   };
-  r.direct.reserve(b.nodes.size());
+  size_t inputs = 0;
+  for (const Node* n : b.nodes) inputs += n->inputs().size();
+  if (inputs >= INT32_MAX) badInput("outline: block '" + b.key + "' reads more than 2^31-1 inputs");
+  r.direct.reserve(b.nodes.size(), inputs);
   for (const Node* n : b.nodes) {
-    auto& slots = r.direct.emplace_back(n->inputs().size(), -1);
+    r.direct.addNode(n->inputs().size());
     for (size_t j = 0; j < n->inputs().size(); ++j) {
       Value* v = n->input(j);
       if (!v || !outside(v)) continue;
-      slots[j] = static_cast<int64_t>(r.slots.size());
+      r.direct.setLast(j, static_cast<int32_t>(r.slots.size()));
       r.slots.push_back(v);
     }
     implicitReads(*n);
@@ -111,7 +116,7 @@ std::string signature(const Block& b, const Reads& reads) {
     bool shaping = false;
     for (size_t k = 0; k < b.nodes.size() && !shaping; ++k)
       for (size_t j = 0; j < reads.direct[k].size(); ++j)
-        if (reads.direct[k][j] == static_cast<int64_t>(s) && popart::shapeLikeOperand(*b.nodes[k], j)) shaping = true;
+        if (reads.direct[k][j] == static_cast<int32_t>(s) && popart::shapeLikeOperand(*b.nodes[k], j)) shaping = true;
     if (shaping) sig += "V" + constantKey(v) + ";";
   }
   std::unordered_map<const Value*, std::string> token;

@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -42,9 +43,31 @@ std::optional<onnx::TypeProto> commonType(const std::vector<const ir::Value*>& v
 // value its subgraphs read from outside (one slot per value). The same value
 // may fill several slots: PyTorch passes one merged parameter where another
 // layer passes two equal ones, and the layers still compute the same thing.
+// Per block node, per input: the slot it reads, or -1. Flat: a vector per
+// node took 56 bytes a node (a million-node outline held 56 MB of them).
+class DirectSlots {
+ public:
+  void addNode(size_t inputs) {
+    if (start_.empty()) start_.push_back(0);
+    slots_.resize(slots_.size() + inputs, -1);
+    start_.push_back(static_cast<uint32_t>(slots_.size()));
+  }
+  // The last node added: its input j reads `slot`.
+  void setLast(size_t j, int32_t slot) { slots_[start_[start_.size() - 2] + j] = slot; }
+  std::span<const int32_t> operator[](size_t k) const { return {slots_.data() + start_[k], start_[k + 1] - start_[k]}; }
+  void reserve(size_t nodes, size_t inputs) {
+    start_.reserve(nodes + 1);
+    slots_.reserve(inputs);
+  }
+
+ private:
+  std::vector<int32_t> slots_;
+  std::vector<uint32_t> start_;  // node k's slots are [start_[k], start_[k + 1])
+};
+
 struct Reads {
   std::vector<ir::Value*> slots;
-  std::vector<std::vector<int64_t>> direct;  // per block node, per input: its slot, or -1
+  DirectSlots direct;
   std::unordered_map<const ir::Value*, size_t> implicit;  // value read inside subgraphs -> its slot
 };
 Reads readsOf(const ir::Graph& g, const Block& b);
