@@ -322,6 +322,28 @@ TEST_CASE("flat pointer set agrees with std::set under churn, shrinks, and holds
   }
 }
 
+TEST_CASE("flat pointer set reserved for a million takes 4/3 of the slots, not the next power of two", "[flat_map]") {
+  // A pass about to change every node of a million-node graph reserves the set.
+  std::vector<int64_t> items(1000000);
+  graphrw::FlatPointerSet<int64_t> set;
+  set.reserve(items.size());
+  const size_t reserved = set.capacity();
+  CHECK(reserved >= items.size() * 4 / 3);
+  CHECK(reserved < items.size() * 4 / 3 + 16);  // 2^21 = 2,097,152 before
+  for (const auto& x : items) CHECK(set.insert(&x));
+  CHECK(set.capacity() == reserved);  // filled without a rebuild
+  CHECK(set.size() == items.size());
+  size_t found = 0;
+  for (const auto& x : items) found += set.contains(&x);
+  CHECK(found == items.size());
+  std::vector<int64_t> more(16);
+  CHECK_FALSE(set.contains(&more[0]));
+  for (const auto& x : more) CHECK(set.insert(&x));  // past 3/4: grows
+  CHECK(set.capacity() > reserved);
+  CHECK(set.contains(&more.back()));
+  CHECK(set.contains(&items.back()));
+}
+
 TEST_CASE("flat u64 map agrees with std::map as it grows, on packed pointer keys", "[flat_map]") {
   std::vector<std::unique_ptr<int>> objects;
   for (int i = 0; i < 5000; ++i) objects.push_back(std::make_unique<int>(i));
