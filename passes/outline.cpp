@@ -116,10 +116,7 @@ class OutlineRun {
         for (auto& b : blocks) detached += outline_sharing::detachCheckpoints(*g, b);
         hoisted_ += outline_sharing::hoistShared(*g, blocks);
       }
-      // A million-node graph's 50,000 blocks are reserved at once, not doubled
-      // into (old and new arrays at once); many graphs' still grow geometrically.
-      if (size_t need = work_.size() + blocks.size(); need > work_.capacity())
-        work_.reserve(std::max(need, 2 * work_.capacity()));
+      if (work_.empty()) work_.reserve(blocks.size());  // the 50,000 blocks of 1M nodes: not doubled into
       for (auto& b : blocks) {
         if (b.nodes.empty()) continue;
         bool scoped = b.nodes.size() > 1 || (b.nodes.size() == 1 && b.key != b.nodes[0]->name());

@@ -49,6 +49,7 @@ class PlaceRun {
     Graph& g = model_.graph();
     if (options_.untie) context.details["untied"] = untie();
     std::vector<Node*> nodes;
+    nodes.reserve(g.nodeCount());
     for (const auto& n : g.nodes()) nodes.push_back(n.get());
     StageMap stage(nodes);
 
