@@ -6,6 +6,10 @@
 #include <filesystem>
 #include <iostream>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "driver/cli_common.h"
 #include "io/atomic_file.h"
 #include "io/loader.h"
@@ -113,7 +117,14 @@ void releaseAtExit(std::unique_ptr<ir::Model>& model) {
 #endif
 }
 
+void releaseFreedMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 void writeOut(ir::Model& model, const std::string& path, const WriteOptions& options) {
+  releaseFreedMemory();
   auto result = writeModel(model, path, options);
   if (path != "-") spdlog::info("wrote {} ({} bytes)", path, result.modelBytes);
   for (const auto& f : result.dataFiles) spdlog::info("wrote {} ({} bytes of external data)", f, result.externalBytes);

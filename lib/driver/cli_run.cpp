@@ -226,6 +226,7 @@ int runBatchCommand(const RunArgs& args) {
         fs::create_directories(args.outDir, e);
         if (!fs::is_directory(args.outDir)) fail(ExitCode::OutputFailed, "cannot create --out-dir '" + args.outDir + "'");
       });
+      releaseFreedMemory();
       writeModel(*model, item.output, writeOptions);
     }
     if (!flags.report.empty()) item.report = std::move(report);
