@@ -73,7 +73,25 @@ std::vector<Graph*> Node::subgraphs() const {
 // Graph
 
 Value* Graph::findLocal(std::string_view name) const {
-  return byName_.find(name);
+  if (indexed_) return byName_.find(name);
+  for (const auto& v : values_)
+    if (v->name_ == name) return v.get();
+  return nullptr;
+}
+
+void Graph::buildIndex() {
+  indexed_ = true;
+  byName_.reserve(values_.size());
+  for (const auto& v : values_)
+    if (!byName_.insert(v.get())) fail(ExitCode::Internal, "value '" + v->name_ + "' is in the graph twice");
+}
+
+void Graph::indexInsert(Value* v) {
+  if (indexed_ && !byName_.insert(v)) fail(ExitCode::Internal, "value name '" + v->name_ + "' is in use");
+}
+
+void Graph::indexErase(std::string_view name) {
+  if (indexed_) byName_.erase(name);
 }
 
 Value* Graph::find(std::string_view name) const {
@@ -97,10 +115,11 @@ Value* Graph::addValue(const std::string& name) {
   auto value = newValue();
   IrAccess::setName(*value, name);
   Value* raw = value.get();
-  if (!byName_.insert(raw)) badInput("value '" + name + "' is defined twice");
+  if (indexed_ ? !byName_.insert(raw) : findLocal(name) != nullptr) badInput("value '" + name + "' is defined twice");
   names_->insert(name);
   IrAccess::place(*value, this, values_.size());
   append(values_, std::move(value));
+  if (!indexed_ && values_.size() >= kIndexFrom) buildIndex();
   return raw;
 }
 
@@ -108,14 +127,18 @@ Value* Graph::addFreshValue(const std::string& base) {
   auto value = newValue();
   IrAccess::setName(*value, names_->fresh(base));  // reserved in the table by fresh()
   Value* raw = value.get();
-  if (!byName_.insert(raw)) fail(ExitCode::Internal, "fresh name '" + raw->name() + "' is in use");
+  if (indexed_ ? !byName_.insert(raw) : findLocal(raw->name_) != nullptr)
+    fail(ExitCode::Internal, "fresh name '" + raw->name() + "' is in use");
   IrAccess::place(*value, this, values_.size());
   append(values_, std::move(value));
+  if (!indexed_ && values_.size() >= kIndexFrom) buildIndex();
   return raw;
 }
 
 void Graph::reserve(size_t values) {
   values_.reserve(values);
+  if (values < kIndexFrom) return;
+  if (!indexed_) buildIndex();
   byName_.reserve(values);
 }
 
@@ -223,7 +246,7 @@ void Graph::eraseValue(Value* v) {
     valueInfo_.erase(std::remove_if(valueInfo_.begin(), valueInfo_.end(),
                                     [v](const ValueInfo& vi) { return vi.value == v; }),
                      valueInfo_.end());
-  byName_.erase(v->name_);
+  indexErase(v->name_);
   names_->erase(v->name_);
   size_t slot = v->slot_;
   if (slot + 1 != values_.size()) {

@@ -321,7 +321,15 @@ class Graph {
     std::string_view operator()(const Value* v) const { return v->name(); }
   };
   using ValueIndex = FlatIndex<Value, ValueName>;
+  // The name index, built once the graph holds kIndexFrom values (or is
+  // reserved for as many): a smaller graph (an outlined callee, a branch) is
+  // scanned, where its index took 256 bytes a graph, 12 MB for 50,000 callees.
+  static constexpr size_t kIndexFrom = 32;
   ValueIndex byName_;
+  bool indexed_ = false;
+  void buildIndex();
+  void indexInsert(Value* v);  // no-ops while not indexed
+  void indexErase(std::string_view name);
   std::vector<ValueInfo> inputs_, outputs_, valueInfo_;
   std::vector<Initializer> initializers_;
   std::vector<SparseInitializer> sparse_;
@@ -456,7 +464,8 @@ class IrAccess {
     if (slot > UINT32_MAX) throw std::length_error("more than 2^32 values in one graph");
     v.slot_ = static_cast<uint32_t>(slot);
   }
-  static Graph::ValueIndex& byName(Graph& g) { return g.byName_; }
+  static void unindexValue(Graph& g, std::string_view name) { g.indexErase(name); }
+  static void indexValue(Graph& g, Value* v) { g.indexInsert(v); }
   static std::vector<ValueInfo>& inputs(Graph& g) { return g.inputs_; }
   static std::vector<ValueInfo>& outputs(Graph& g) { return g.outputs_; }
   static Graph::NodeList& nodes(Graph& g) { return g.nodes_; }

@@ -307,12 +307,11 @@ bool Rewriter::sortTopologically(Graph& g) {
 std::string Rewriter::renameValue(Value* v, const std::string& wanted) {
   if (v->name() == wanted) return wanted;
   Graph* g = v->graph();
-  auto& index = IrAccess::byName(*g);
   std::string name = g->mutableNames().fresh(wanted);
-  index.erase(v->name());
+  IrAccess::unindexValue(*g, v->name());
   g->mutableNames().erase(v->name());
   IrAccess::setName(*v, name);
-  index.insert(v);
+  IrAccess::indexValue(*g, v);
   counts_.valuesRenamed++;
   return name;
 }

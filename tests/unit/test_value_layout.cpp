@@ -133,3 +133,59 @@ body (float[2] A) => (float[2] B) <float[2] M> {
   REQUIRE(copied.rest() != nullptr);
   CHECK(copied.rest()->doc_string() == "inner");
 }
+
+// A graph of fewer than 32 values is searched by a scan, a larger one through
+// its index: built when the graph grows past the threshold, kept right by
+// renames and erasures on either side of it.
+TEST_CASE("values are found by name in small graphs and after their index is built", "[value_layout]") {
+  auto model = loadModel(test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (float[2] X) => (float[2] Y) {
+  Y = Neg (X)
+}
+)"));
+  auto& g = model->graph();
+  ir::Rewriter rw(*model);
+  ir::Value* x = g.findLocal("X");
+  REQUIRE(x != nullptr);
+  CHECK(g.findLocal("Y") != nullptr);
+  CHECK(g.findLocal("Z") == nullptr);
+  // A rename while scanning: the old name is gone, the new one found.
+  std::vector<ir::Value*> made;
+  auto add = [&](int i) {
+    ir::Node* n = rw.createNode(g, nullptr, {"", "Abs", "", {x}, {"v" + std::to_string(i)}});
+    made.push_back(n->output(0));
+  };
+  for (int i = 0; i < 10; ++i) add(i);
+  CHECK(rw.renameValue(made[3], "renamed3") == "renamed3");
+  CHECK(g.findLocal("v3") == nullptr);
+  CHECK(g.findLocal("renamed3") == made[3]);
+  // A fresh name never repeats a scanned one.
+  CHECK(rw.renameValue(made[4], "v5") != "v5");
+  rw.eraseNode(made[9]->producer());
+  made.pop_back();
+  CHECK(g.findLocal("v9") == nullptr);
+  // Past the threshold: the index holds everything added before it too.
+  for (int i = 10; i < 60; ++i) add(i);
+  for (ir::Value* v : made) CHECK(g.findLocal(v->name()) == v);
+  CHECK(g.findLocal("X") == x);
+  const std::string old40 = made[40]->name(), old20 = made[20]->name();
+  CHECK(rw.renameValue(made[40], "renamed40") == "renamed40");
+  CHECK(g.findLocal("renamed40") == made[40]);
+  CHECK(g.findLocal(old40) == nullptr);
+  rw.eraseNode(made[20]->producer());
+  CHECK(g.findLocal(old20) == nullptr);
+  CHECK(g.findLocal(made[21]->name()) == made[21]);
+}
+
+TEST_CASE("a small graph still refuses a value defined twice", "[value_layout]") {
+  auto proto = test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (float[2] X) => (float[2] Y) {
+  A = Neg (X)
+  A = Abs (X)
+  Y = Neg (A)
+}
+)");
+  CHECK_THROWS_WITH(loadModel(proto), Catch::Contains("'A' is produced twice"));
+}
