@@ -313,9 +313,13 @@ size_t forwardWeightIdentities(Rewriter& rw, Graph& g) {
 // and that another block reads, move out of the block (with the same kind of
 // nodes they need); the block reads their value as an input, like the others.
 size_t hoistShared(Graph& g, std::vector<Block>& blocks) {
-  std::unordered_map<const Node*, size_t> blockOf;
+  // A node's block is its scratch (kNone outside every block): a hash map of
+  // a million block nodes took about 40 MB.
+  constexpr uint32_t kNone = UINT32_MAX;
+  if (blocks.size() >= kNone) badInput("outline: more than 2^32-2 blocks in one graph");
+  for (const auto& n : g.nodes()) n->scratch = kNone;
   for (size_t i = 0; i < blocks.size(); ++i)
-    for (const Node* n : blocks[i].nodes) blockOf[n] = i;
+    for (const Node* n : blocks[i].nodes) n->scratch = static_cast<uint32_t>(i);
   size_t hoisted = 0;
   for (size_t i = 0; i < blocks.size(); ++i) {
     Block& b = blocks[i];
@@ -343,10 +347,9 @@ size_t hoistShared(Graph& g, std::vector<Block>& blocks) {
       std::function<void(const Value*, int)> readers = [&](const Value* v, int depth) {
         for (const Use& u : v->uses()) {
           const Node* owner = ownerIn(g, u.node);
-          auto it = owner ? blockOf.find(owner) : blockOf.end();
-          if (it != blockOf.end()) {
-            shared |= it->second != i;
-            own |= it->second == i;
+          if (owner && owner->scratch != kNone) {
+            shared |= owner->scratch != i;
+            own |= owner->scratch == i;
           } else if (depth == 0 && owner == u.node && u.node->opType() == "Identity" && u.node->output(0)) {
             readers(u.node->output(0), 1);
           }

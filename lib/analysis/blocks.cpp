@@ -105,16 +105,17 @@ std::vector<Block> findBlocks(Graph& g, const SelectorSet& select, std::set<std:
 void checkConvex(const Graph& g, const std::vector<Block>& blocks, const std::string& what) {
   // A path that leaves a block and re-enters it runs through nodes placed
   // between the block's first and last node, so each search stays in that window.
-  std::unordered_map<const Node*, size_t> position;
-  position.reserve(g.nodeCount());
-  size_t i = 0;
-  for (const auto& n : g.nodes()) position[n.get()] = i++;
+  // A node's position is its scratch: a hash map of a million nodes' positions took about 40 MB.
+  if (g.nodeCount() >= UINT32_MAX) badInput(what + ": more than 2^32-1 nodes in one graph");
+  uint32_t i = 0;
+  for (const auto& n : g.nodes()) n->scratch = i++;
+  auto position = [](const Node* n) -> size_t { return n->scratch; };
   for (const Block& block : blocks) {
     std::unordered_set<const Node*> members(block.nodes.begin(), block.nodes.end());
     size_t first = SIZE_MAX, last = 0;
     for (Node* n : block.nodes) {
-      first = std::min(first, position[n]);
-      last = std::max(last, position[n]);
+      first = std::min(first, position(n));
+      last = std::max(last, position(n));
     }
     std::vector<std::pair<Node*, Node*>> work;  // (outside node, the block node the path left from)
     std::unordered_set<const Node*> visited;
@@ -122,7 +123,7 @@ void checkConvex(const Graph& g, const std::vector<Block>& blocks, const std::st
       for (const Use& u : v->uses()) {
         Node* owner = ownerIn(g, u.node);
         if (!owner || members.count(owner) || visited.count(owner)) continue;
-        size_t p = position[owner];
+        size_t p = position(owner);
         if (p > last || p < first) continue;
         visited.insert(owner);
         work.push_back({owner, from});
