@@ -119,6 +119,20 @@ main (float[4] X) => (float[4] Y) { Y = Identity(X) }
   return proto;
 }
 
+// Writes `model` to dir/out.onnx with the main graph's nodes (and value_info)
+// moved to the spill file never, at every field, at `some` and 20,000 bytes, and
+// at the default: each write must be `expected`.
+void writesAtEverySpillSize(ir::Model& model, const fs::path& dir, const std::string& expected, size_t some) {
+  for (size_t at : {size_t{0}, size_t{1}, some, size_t{20000}, WriteOptions{}.spillNodesAt}) {
+    INFO("spill at " << at);
+    WriteOptions options;
+    options.spillNodesAt = at;
+    auto result = writeModel(model, (dir / "out.onnx").string(), options);
+    CHECK(result.modelBytes == expected.size());
+    CHECK(test::readFile(dir / "out.onnx") == expected);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("model bytes: nodes moved to the spill file go first in the graph", "[writer]") {
@@ -156,14 +170,7 @@ TEST_CASE("write is byte-identical when the nodes move to the spill file, payloa
   test::writeProto(proto, dir / "in.onnx");
   auto model = loadModel((dir / "in.onnx").string());
   const std::string expected = proto.SerializeAsString();
-  for (size_t at : {size_t{0}, size_t{1}, size_t{500}, size_t{20000}, WriteOptions{}.spillNodesAt}) {
-    INFO("spill at " << at);
-    WriteOptions options;
-    options.spillNodesAt = at;
-    auto result = writeModel(*model, (dir / "out.onnx").string(), options);
-    CHECK(result.modelBytes == expected.size());
-    CHECK(test::readFile(dir / "out.onnx") == expected);
-  }
+  writesAtEverySpillSize(*model, dir.path(), expected, 500);
   // Standard output takes the spilled nodes too.
   WriteOptions options;
   options.spillNodesAt = 300;
@@ -214,14 +221,7 @@ TEST_CASE("value_info is streamed where protobuf puts it, through the spill file
   test::writeProto(proto, dir / "in.onnx");
   auto model = loadModel((dir / "in.onnx").string());
   REQUIRE(model->graph().valueInfo().size() == static_cast<size_t>(g->value_info_size()));
-  for (size_t at : {size_t{0}, size_t{1}, size_t{700}, size_t{20000}, WriteOptions{}.spillNodesAt}) {
-    INFO("spill at " << at);
-    WriteOptions options;
-    options.spillNodesAt = at;
-    auto result = writeModel(*model, (dir / "out.onnx").string(), options);
-    CHECK(result.modelBytes == expected.size());
-    CHECK(test::readFile(dir / "out.onnx") == expected);
-  }
+  writesAtEverySpillSize(*model, dir.path(), expected, 700);
 }
 
 TEST_CASE("toProto materializes every payload", "[writer]") {
