@@ -38,11 +38,6 @@ void merge(ShapeProfile& into, const ShapeProfile& from);
 // The most specific type true of all: dimensions that agree are kept, the others left unknown.
 std::optional<onnx::TypeProto> commonType(const std::vector<const ir::Value*>& values);
 
-// What a block reads from outside it, one slot per use: each input of each
-// node (in block order) that is not produced inside, then, per node, each
-// value its subgraphs read from outside (one slot per value). The same value
-// may fill several slots: PyTorch passes one merged parameter where another
-// layer passes two equal ones, and the layers still compute the same thing.
 // Per block node, per input: the slot it reads, or -1. Flat: a vector per
 // node took 56 bytes a node (a million-node outline held 56 MB of them).
 class DirectSlots {
@@ -65,6 +60,11 @@ class DirectSlots {
   std::vector<uint32_t> start_;  // node k's slots are [start_[k], start_[k + 1])
 };
 
+// What a block reads from outside it, one slot per use: each input of each
+// node (in block order) that is not produced inside, then, per node, each
+// value its subgraphs read from outside (one slot per value). The same value
+// may fill several slots: PyTorch passes one merged parameter where another
+// layer passes two equal ones, and the layers still compute the same thing.
 struct Reads {
   std::vector<ir::Value*> slots;
   DirectSlots direct;

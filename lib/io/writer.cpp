@@ -99,36 +99,21 @@ class ProtoBuilder {
   // The main graph's value_info entries as GraphProto field 13, one at a time
   // into `bytes` (ModelBytes::finish), never all held as protobuf messages.
   void streamValueInfo(const Graph& g, ModelBytes& bytes) {
-    namespace pbio = google::protobuf::io;
     onnx::ValueInfoProto vp;
     for (const auto& vi : g.valueInfo()) {
       valueInfo(vi, vp);
-      const size_t size = vp.ByteSizeLong();
-      uint8_t* start = reinterpret_cast<uint8_t*>(bytes.extend(size + 11));
-      uint8_t* p = pbio::CodedOutputStream::WriteTagToArray(0x6a, start);  // field 13, length-delimited
-      p = pbio::CodedOutputStream::WriteVarint64ToArray(size, p);
-      p = vp.SerializeWithCachedSizesToArray(p);
-      bytes.commit(static_cast<size_t>(p - start));
-      // Moved to the spill file like the nodes: a million entries are 35 MB.
-      if (options_.spillNodesAt > 0 && bytes.appended() >= options_.spillNodesAt) bytes.spillNodes(payloads);
+      streamField(bytes, 13, vp);
     }
   }
 
   void model(const Model& m, onnx::ModelProto& out) {
     out = m.residual();
     if (mainNodes) {
-      namespace pbio = google::protobuf::io;
       onnx::NodeProto np;
       for (const auto& n : m.graph().nodes()) {
         np.Clear();
         node(*n, np);
-        const size_t size = np.ByteSizeLong();
-        uint8_t* start = reinterpret_cast<uint8_t*>(mainNodes->extend(size + 11));
-        uint8_t* p = pbio::CodedOutputStream::WriteTagToArray(0x0a, start);  // field 1, length-delimited
-        p = pbio::CodedOutputStream::WriteVarint64ToArray(size, p);
-        p = np.SerializeWithCachedSizesToArray(p);
-        mainNodes->commit(static_cast<size_t>(p - start));
-        if (options_.spillNodesAt > 0 && mainNodes->appended() >= options_.spillNodesAt) mainNodes->spillNodes(payloads);
+        streamField(*mainNodes, 1, np);
       }
     }
     graph(m.graph(), *out.mutable_graph(), /*streamed=*/mainNodes != nullptr);
@@ -136,6 +121,19 @@ class ProtoBuilder {
   }
 
  private:
+  // `m` as length-delimited GraphProto field `number` at the end of `bytes`;
+  // what is held moves to the spill file past WriteOptions::spillNodesAt.
+  void streamField(ModelBytes& bytes, uint32_t number, const google::protobuf::MessageLite& m) {
+    namespace pbio = google::protobuf::io;
+    const size_t size = m.ByteSizeLong();
+    uint8_t* start = reinterpret_cast<uint8_t*>(bytes.extend(size + 11));
+    uint8_t* p = pbio::CodedOutputStream::WriteTagToArray(number << 3 | 2, start);
+    p = pbio::CodedOutputStream::WriteVarint64ToArray(size, p);
+    p = m.SerializeWithCachedSizesToArray(p);
+    bytes.commit(static_cast<size_t>(p - start));
+    if (options_.spillNodesAt > 0 && bytes.appended() >= options_.spillNodesAt) bytes.spillNodes(payloads);
+  }
+
   void inlineBytes(std::span<const Bytes> pieces, onnx::TensorProto& out) {
     if (materialize_) {
       std::string* raw = out.mutable_raw_data();
@@ -216,9 +214,8 @@ class ProtoBuilder {
   // `streamed`: the main graph of a streamed model, whose nodes and
   // value_info the ModelBytes receives on their own.
   void graph(const Graph& g, onnx::GraphProto& out, bool streamed = false) {
-    const bool withNodes = !streamed;
     out = g.residual();
-    if (withNodes) {
+    if (!streamed) {
       out.mutable_node()->Reserve(static_cast<int>(g.nodeCount()));
       for (const auto& n : g.nodes()) node(*n, *out.add_node());
     }

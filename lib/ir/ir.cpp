@@ -114,21 +114,22 @@ void append(std::vector<std::unique_ptr<Value>>& values, std::unique_ptr<Value> 
 Value* Graph::addValue(const std::string& name) {
   auto value = newValue();
   IrAccess::setName(*value, name);
-  Value* raw = value.get();
-  if (indexed_ ? !byName_.insert(raw) : findLocal(name) != nullptr) badInput("value '" + name + "' is defined twice");
+  if (!admit(value.get())) badInput("value '" + name + "' is defined twice");
   names_->insert(name);
-  IrAccess::place(*value, this, values_.size());
-  append(values_, std::move(value));
-  if (!indexed_ && values_.size() >= kIndexFrom) buildIndex();
-  return raw;
+  return keep(std::move(value));
 }
 
 Value* Graph::addFreshValue(const std::string& base) {
   auto value = newValue();
   IrAccess::setName(*value, names_->fresh(base));  // reserved in the table by fresh()
+  if (!admit(value.get())) fail(ExitCode::Internal, "fresh name '" + value->name() + "' is in use");
+  return keep(std::move(value));
+}
+
+bool Graph::admit(Value* v) { return indexed_ ? byName_.insert(v) : findLocal(v->name_) == nullptr; }
+
+Value* Graph::keep(std::unique_ptr<Value> value) {
   Value* raw = value.get();
-  if (indexed_ ? !byName_.insert(raw) : findLocal(raw->name_) != nullptr)
-    fail(ExitCode::Internal, "fresh name '" + raw->name() + "' is in use");
   IrAccess::place(*value, this, values_.size());
   append(values_, std::move(value));
   if (!indexed_ && values_.size() >= kIndexFrom) buildIndex();

@@ -330,6 +330,10 @@ class Graph {
   void buildIndex();
   void indexInsert(Value* v);  // no-ops while not indexed
   void indexErase(std::string_view name);
+  // Whether a new value's name is free here (an indexed graph records it).
+  bool admit(Value* v);
+  // Appends an admitted value, building the index when the graph reaches kIndexFrom.
+  Value* keep(std::unique_ptr<Value> value);
   std::vector<ValueInfo> inputs_, outputs_, valueInfo_;
   std::vector<Initializer> initializers_;
   std::vector<SparseInitializer> sparse_;
