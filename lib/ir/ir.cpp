@@ -243,18 +243,26 @@ void Graph::eraseValue(Value* v) {
   if (!v->uses_.empty() || v->producer_ || v->graphOutputs_ > 0 || v->graphInput_)
     fail(ExitCode::Internal, "erasing value '" + v->name_ + "' that is still defined or used");
   if (v->isInitializer()) removeInitializer(v);
-  if (v->hasValueInfo_)
-    valueInfo_.erase(std::remove_if(valueInfo_.begin(), valueInfo_.end(),
-                                    [v](const ValueInfo& vi) { return vi.value == v; }),
-                     valueInfo_.end());
   indexErase(v->name_);
   names_->erase(v->name_);
   size_t slot = v->slot_;
+  std::unique_ptr<Value> gone = std::move(values_[slot]);
   if (slot + 1 != values_.size()) {
     values_[slot] = std::move(values_.back());
     values_[slot]->slot_ = static_cast<uint32_t>(slot);
   }
   values_.pop_back();
+  if (!v->hasValueInfo_) return;
+  // Kept alive (so no new value takes its address) until its entry is dropped.
+  std::string().swap(v->name_);
+  v->slot_ = kRetired;
+  retired_.push_back(std::move(gone));
+  if (retired_.size() >= std::max<size_t>(64, valueInfo_.size() / 16)) dropRetiredEntries();
+}
+
+void Graph::dropRetiredEntries() const {
+  std::erase_if(valueInfo_, [](const ValueInfo& vi) { return vi.value->slot_ == kRetired; });
+  retired_.clear();
 }
 
 size_t Graph::removeValueInfo(const Value* v) {

@@ -27,6 +27,7 @@
 #include "support/small_vector.h"
 #include "ir/attribute_storage.h"
 #include "ir/tensor.h"
+#include "ir/symbols.h"
 #include "ir/value_info.h"
 
 namespace graphrw::ir {
@@ -125,20 +126,6 @@ struct Attribute {
 };
 
 // ---------------------------------------------------------------------------
-// The one copy of `s` for the process's lifetime (thread-safe): node op types,
-// domains and overloads point at these. References stay valid; the table only
-// grows (one string per distinct op type, once per process).
-const std::string& internSymbol(std::string_view s);
-
-// A node's op type, domain and overload as one interned triple: one pointer
-// per node instead of three (a million-node graph has a handful of these).
-struct OpSymbol {
-  const std::string* opType;
-  const std::string* domain;
-  const std::string* overload;
-};
-const OpSymbol& internOp(std::string_view opType, std::string_view domain, std::string_view overload);
-
 class Node final {
  public:
   const std::string& name() const { return name_; }
@@ -242,7 +229,10 @@ class Graph {
   size_t nodeCount() const { return nodes_.size(); }
   const std::vector<ValueInfo>& inputs() const { return inputs_; }
   const std::vector<ValueInfo>& outputs() const { return outputs_; }
-  const std::vector<ValueInfo>& valueInfo() const { return valueInfo_; }
+  const std::vector<ValueInfo>& valueInfo() const {
+    if (!retired_.empty()) dropRetiredEntries();
+    return valueInfo_;
+  }
   const std::vector<Initializer>& initializers() const { return initializers_; }
   const std::vector<SparseInitializer>& sparseInitializers() const { return sparse_; }
   size_t valueCount() const { return values_.size(); }
@@ -334,7 +324,15 @@ class Graph {
   bool admit(Value* v);
   // Appends an admitted value, building the index when the graph reaches kIndexFrom.
   Value* keep(std::unique_ptr<Value> value);
-  std::vector<ValueInfo> inputs_, outputs_, valueInfo_;
+  std::vector<ValueInfo> inputs_, outputs_;
+  // An erased value named by a value_info entry waits in retired_ (nameless)
+  // until its entry is dropped with the others' in one sweep, when the list is
+  // next read or the retired reach 1/16 of it: erasing n such values costs O(n),
+  // where finding each one's entry scanned the whole list (quadratic).
+  mutable std::vector<ValueInfo> valueInfo_;
+  mutable std::vector<std::unique_ptr<Value>> retired_;
+  static constexpr uint32_t kRetired = UINT32_MAX;  // a retired value's slot_
+  void dropRetiredEntries() const;
   std::vector<Initializer> initializers_;
   std::vector<SparseInitializer> sparse_;
 };

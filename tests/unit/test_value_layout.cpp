@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -7,6 +8,7 @@
 #include "ir/inliner.h"
 #include "ir/ir.h"
 #include "ir/rewriter.h"
+#include "ir/verifier.h"
 #include "support.h"
 
 using namespace graphrw;
@@ -188,4 +190,56 @@ main (float[2] X) => (float[2] Y) {
 }
 )");
   CHECK_THROWS_WITH(loadModel(proto), Catch::Contains("'A' is produced twice"));
+}
+
+// Erased values with value_info entries retire and their entries go in
+// sweeps: every read of the list must still see exactly the live entries, in
+// order, across sweeps and with new values made in between.
+TEST_CASE("value_info entries of erased values are gone at every read, across sweeps", "[value_layout]") {
+  auto model = loadModel(test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (float[2] X) => (float[2] Y) {
+  Y = Neg (X)
+}
+)"));
+  auto& g = model->graph();
+  ir::Rewriter rw(*model);
+  ir::Value* x = g.findLocal("X");
+  onnx::TypeProto type;
+  type.mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  std::vector<ir::Node*> nodes;
+  for (int i = 0; i < 400; ++i) {
+    ir::Node* n = rw.createNode(g, nullptr, {"", "Abs", "", {x}, {"v" + std::to_string(i)}});
+    rw.declareType(g, n->output(0), type);
+    nodes.push_back(n);
+  }
+  auto live = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : g.valueInfo()) names.push_back(e.value->name());
+    return names;
+  };
+  std::vector<std::string> expected;
+  for (int i = 0; i < 400; ++i) expected.push_back("v" + std::to_string(i));
+  CHECK(live() == expected);
+  // Erase every odd one (200: past the sweep threshold of 64 more than once),
+  // making a new declared value after each: any address reused by it must not
+  // lose its entry, and no erased value's entry may be read.
+  std::vector<std::string> remaining;
+  for (int i = 0; i < 400; ++i) {
+    if (i % 2 == 0) {
+      remaining.push_back("v" + std::to_string(i));
+      continue;
+    }
+    rw.eraseNode(nodes[static_cast<size_t>(i)]);
+    ir::Node* n = rw.createNode(g, nullptr, {"", "Neg", "", {x}, {"w" + std::to_string(i)}});
+    rw.declareType(g, n->output(0), type);
+    if (i == 201) CHECK(g.valueInfo().size() == 400);  // a read between sweeps: one entry a live value
+  }
+  for (int i = 1; i < 400; i += 2) remaining.push_back("w" + std::to_string(i));
+  std::vector<std::string> got = live();
+  std::sort(got.begin(), got.end());
+  std::sort(remaining.begin(), remaining.end());
+  CHECK(got == remaining);
+  for (const auto& e : g.valueInfo()) CHECK(g.findLocal(e.value->name()) == e.value);
+  CHECK(verify(*model).empty());
 }
