@@ -18,7 +18,7 @@ std::unique_ptr<ir::Model> loadModel(std::shared_ptr<const Buffer> bytes, const 
     if (bytes->size() == 0) badInput("empty file, not an ONNX model");
     wire::Stripped stripped;
     try {
-      stripped = wire::stripPayloads(bytes, options.viewThreshold, /*splitMainNodes=*/true);
+      stripped = wire::stripPayloads(bytes, options.viewThreshold, /*splitMain=*/true);
     } catch (const std::runtime_error& e) {
       badInput(std::string("not an ONNX model (protobuf: ") + e.what() + ")");
     }
@@ -28,7 +28,8 @@ std::unique_ptr<ir::Model> loadModel(std::shared_ptr<const Buffer> bytes, const 
     if (!proto.ParseFromString(stripped.bytes)) badInput("not an ONNX model (protobuf parse failed)");
     std::string().swap(stripped.bytes);  // parsed: free it before the IR is built
     if (!proto.has_graph()) badInput("not an ONNX model (no graph)");
-    return buildModel(proto, stripped.payloads, std::make_shared<ir::ExternalFiles>(baseDir), &stripped.mainNodes);
+    return buildModel(proto, stripped.payloads, std::make_shared<ir::ExternalFiles>(baseDir), &stripped.mainNodes,
+                      &stripped.mainValueInfo);
   } catch (const Error& e) {
     fail(e.code(), displayName + ": " + e.what());
   }

@@ -31,10 +31,10 @@ class Builder {
   Builder(Model& model, const std::vector<Bytes>& payloads, std::shared_ptr<ExternalFiles> external)
       : model_(model), payloads_(payloads), external_(std::move(external)) {}
 
-  void model(onnx::ModelProto& proto, wire::MainNodes* mainNodes) {
+  void model(onnx::ModelProto& proto, wire::MainFields* mainNodes, wire::MainFields* mainValueInfo) {
     std::unique_ptr<onnx::GraphProto> graph(proto.release_graph());
     if (!graph) badInput("the model has no graph");
-    loadGraph(*graph, model_.graph(), mainNodes);
+    loadGraph(*graph, model_.graph(), mainNodes, mainValueInfo);
     for (auto& fp : *proto.mutable_functions()) model_.addFunction(function(fp));
     proto.clear_functions();
     model_.mutableResidual() = std::move(proto);
@@ -174,7 +174,7 @@ class Builder {
 
   // The main graph's nodes as the wire stripper split them off: parsed one
   // at a time into a reused proto.
-  void nodes(wire::MainNodes& stream, Graph& g) {
+  void nodes(wire::MainFields& stream, Graph& g) {
     nodes(stream.size(), [&](size_t i, std::unique_ptr<onnx::NodeProto> spare) {
       if (!spare) spare = std::make_unique<onnx::NodeProto>();
       std::string_view bytes = stream.next();
@@ -208,7 +208,8 @@ class Builder {
     return g.addValue(name);
   }
 
-  void loadGraph(onnx::GraphProto& gp, Graph& g, wire::MainNodes* splitNodes = nullptr) {
+  void loadGraph(onnx::GraphProto& gp, Graph& g, wire::MainFields* splitNodes = nullptr,
+                 wire::MainFields* splitValueInfo = nullptr) {
     size_t values = static_cast<size_t>(gp.input_size() + gp.initializer_size() + gp.value_info_size());
     if (splitNodes) values += splitNodes->size();  // about one output each
     for (const auto& n : gp.node()) values += static_cast<size_t>(n.output_size());
@@ -240,10 +241,17 @@ class Builder {
       if (!v) badInput("graph output '" + vi.name() + "' is produced by nothing");
       g.addOutput(v, std::move(vi));
     }
-    for (auto& vi : *gp.mutable_value_info()) {
-      Value* v = g.find(vi.name());
-      if (!v) v = g.addValue(vi.name());  // value_info for a value nobody defines: kept as it was
-      g.addValueInfo(v, std::move(vi));
+    for (auto& vi : *gp.mutable_value_info()) valueInfo(g, std::move(vi));  // empty when split off
+    if (splitValueInfo && splitValueInfo->size() > 0) {
+      g.valueInfo_.reserve(g.valueInfo_.size() + splitValueInfo->size());
+      onnx::ValueInfoProto vi;  // reused: its type is moved into the model's table, the rest kept only when set
+      for (size_t i = 0; i < splitValueInfo->size(); ++i) {
+        std::string_view bytes = splitValueInfo->next();
+        if (!vi.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+          badInput("not an ONNX model (protobuf parse failed in the graph's value_info " + std::to_string(i) + ")");
+        valueInfo(g, std::move(vi));
+      }
+      splitValueInfo->release();
     }
     // clear_*() would keep the emptied elements allocated for reuse, for the
     // life of the residual: free them.
@@ -254,6 +262,12 @@ class Builder {
     release(gp.mutable_sparse_initializer());
     release(gp.mutable_value_info());
     g.mutableResidual() = std::move(gp);
+  }
+
+  void valueInfo(Graph& g, onnx::ValueInfoProto&& vi) {
+    Value* v = g.find(vi.name());
+    if (!v) v = g.addValue(vi.name());  // value_info for a value nobody defines: kept as it was
+    g.addValueInfo(v, std::move(vi));
   }
 
   std::unique_ptr<Function> function(onnx::FunctionProto& fp) {
@@ -352,9 +366,9 @@ void rejectCallCycles(const Model& model) {
 
 std::unique_ptr<ir::Model> buildModel(onnx::ModelProto& proto, const std::vector<Bytes>& payloads,
                                       std::shared_ptr<ir::ExternalFiles> external,
-                                      wire::MainNodes* mainNodes) {
+                                      wire::MainFields* mainNodes, wire::MainFields* mainValueInfo) {
   auto model = std::make_unique<Model>();
-  Builder(*model, payloads, external).model(proto, mainNodes);
+  Builder(*model, payloads, external).model(proto, mainNodes, mainValueInfo);
   // A graph whose nodes are out of order is accepted as it is (and reported by
   // the verifier); a cycle is not a graph at all.
   model->walkGraphs([](Graph& g) {

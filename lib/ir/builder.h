@@ -15,20 +15,21 @@
 #include "support/external_data.h"
 
 namespace graphrw::wire {
-class MainNodes;
+class MainFields;
 }
 
 namespace graphrw::ir {
 
 // Consumes `proto`. `payloads` are the views the wire stripper took out of
 // it (TensorProto placeholders index them); external data resolves through
-// `external`. `mainNodes`, when the stripper split them off, are the main
-// graph's nodes as NodeProto bytes: parsed one at a time, after the graph's
-// other fields, and let go of as they are. Throws Error(BadInput) naming what
+// `external`. `mainNodes` and `mainValueInfo`, when the stripper split them
+// off, are the main graph's nodes and value_info entries as protobuf bytes:
+// parsed one at a time (the nodes after the graph's inputs and initializers,
+// the entries after its outputs), and let go of as they are. Throws Error(BadInput) naming what
 // is wrong, e.g. a cycle.
 std::unique_ptr<Model> buildModel(onnx::ModelProto& proto, const std::vector<Bytes>& payloads,
                                   std::shared_ptr<ExternalFiles> external,
-                                  wire::MainNodes* mainNodes = nullptr);
+                                  wire::MainFields* mainNodes = nullptr, wire::MainFields* mainValueInfo = nullptr);
 // A function for `model` (not added to its library), e.g. a schema's body.
 std::unique_ptr<Function> buildFunction(Model& model, onnx::FunctionProto proto);
 // An attribute of `node` in `owner` built from its proto, subgraphs included, as the loader builds them.

@@ -36,6 +36,7 @@ Kind childKind(Kind parent, uint32_t number) {
 }
 
 constexpr uint32_t kRawData = 9;
+constexpr uint32_t kGraphValueInfo = 13;
 constexpr int kMaxDepth = 100;
 
 }  // namespace
@@ -182,12 +183,16 @@ namespace {
 
 class Stripper {
  public:
-  Stripper(const std::shared_ptr<const Buffer>& source, size_t threshold, bool splitMainNodes, Stripped& result)
-      : source_(source), threshold_(threshold), splitMainNodes_(splitMainNodes), result_(result) {}
+  Stripper(const std::shared_ptr<const Buffer>& source, size_t threshold, bool splitMain, Stripped& result)
+      : source_(source), threshold_(threshold), splitMain_(splitMain), result_(result) {}
 
   void message(std::string_view bytes, Kind kind, std::string& out, int depth) {
     if (depth > kMaxDepth) throw std::runtime_error("messages nested too deeply");
-    if (kind == Kind::Graph && depth == 1 && splitMainNodes_) result_.mainNodes.beginGraph(source_, bytes);
+    const bool mainGraph = kind == Kind::Graph && depth == 1 && splitMain_;
+    if (mainGraph) {
+      result_.mainNodes.beginGraph(source_, bytes);
+      result_.mainValueInfo.beginGraph(source_, bytes);
+    }
     Reader r(bytes);
     Field f;
     while (r.next(f)) {
@@ -209,12 +214,17 @@ class Stripper {
         source_->releaseBefore(f.payload.data() + f.payload.size());
         continue;
       }
+      if (mainGraph && f.number == kGraphValueInfo) {  // holds no tensor: read where it lies
+        result_.mainValueInfo.add(std::nullopt);
+        source_->releaseBefore(f.payload.data() + f.payload.size());
+        continue;
+      }
       Kind child = childKind(kind, f.number);
       if (child == Kind::Other) {
         out.append(f.begin, f.end);
         continue;
       }
-      if (child == Kind::Node && kind == Kind::Graph && depth == 1 && splitMainNodes_) {
+      if (mainGraph && child == Kind::Node) {
         splitNode(f.payload, depth + 1);
         continue;
       }
@@ -242,19 +252,19 @@ class Stripper {
 
   const std::shared_ptr<const Buffer>& source_;
   size_t threshold_;
-  bool splitMainNodes_;
+  bool splitMain_;
   Stripped& result_;
   std::string scratch_;
 };
 
 }  // namespace
 
-void MainNodes::beginGraph(std::shared_ptr<const Buffer> source, std::string_view graph) {
+void MainFields::beginGraph(std::shared_ptr<const Buffer> source, std::string_view graph) {
   source_ = std::move(source);
   graphs_.push_back(graph);
 }
 
-void MainNodes::add(std::optional<std::string> copy) {
+void MainFields::add(std::optional<std::string> copy) {
   if (copy) {
     copies_.push_back(std::move(*copy));
     copyAt_.push_back(count_);
@@ -262,8 +272,8 @@ void MainNodes::add(std::optional<std::string> copy) {
   ++count_;
 }
 
-std::string_view MainNodes::next() {
-  if (index_ >= count_) throw std::out_of_range("MainNodes::next past the last node");
+std::string_view MainFields::next() {
+  if (index_ >= count_) throw std::out_of_range("MainFields::next past the last element");
   Field f;
   for (;;) {
     if (!reader_) reader_.emplace(graphs_.at(graph_++));
@@ -271,8 +281,8 @@ std::string_view MainNodes::next() {
       reader_.reset();
       continue;
     }
-    // The fields the stripper split off: GraphProto.node, length-delimited.
-    if (f.number == 1 && f.type == WireType::Len) break;
+    // The fields the stripper split off: this one, length-delimited.
+    if (f.number == number_ && f.type == WireType::Len) break;
   }
   // The pages before this node were parsed with the previous ones.
   if (source_) source_->releaseBefore(f.begin);
@@ -282,13 +292,13 @@ std::string_view MainNodes::next() {
   return f.payload;
 }
 
-void MainNodes::release() const {
+void MainFields::release() const {
   if (source_ && done_) source_->releaseBefore(done_);
 }
 
-Stripped stripPayloads(const std::shared_ptr<const Buffer>& source, size_t threshold, bool splitMainNodes) {
+Stripped stripPayloads(const std::shared_ptr<const Buffer>& source, size_t threshold, bool splitMain) {
   Stripped result;
-  Stripper stripper(source, threshold == 0 ? 1 : threshold, splitMainNodes, result);
+  Stripper stripper(source, threshold == 0 ? 1 : threshold, splitMain, result);
   result.bytes.reserve(std::min<size_t>(source->size(), 64 << 20));
   stripper.message(source->view(), Kind::Model, result.bytes, 0);
   return result;

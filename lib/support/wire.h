@@ -69,48 +69,52 @@ void appendLenField(std::string& out, uint32_t number, std::string_view value);
 
 // Loader side.
 
-// The main graph's nodes as stripPayloads(splitMainNodes) took them out of
-// the model: each one NodeProto's bytes (placeholders included), handed out in
-// order by next(). A node with no payload (almost every node) is read from the
-// source where it lies, found again by walking the graph's fields, so the
-// stream costs no memory per node; the few that held payloads are stripped
+// One repeated field of the main graph (its nodes, its value_info entries) as
+// stripPayloads(splitMain) took it out of the model: each element's bytes
+// (placeholders included), handed out in order by next(). An element with no
+// payload (almost every node, every value_info entry) is read from the source
+// where it lies, found again by walking the graph's fields, so the stream
+// costs no memory per element; the few nodes that held payloads are stripped
 // copies. As the stream moves on, the source's pages behind it are let go.
-class MainNodes {
+class MainFields {
  public:
+  explicit MainFields(uint32_t number) : number_(number) {}
   size_t size() const { return count_; }
-  // The next node's bytes, valid until the source is released; throws
+  // The next element's bytes, valid until the source is released; throws
   // std::out_of_range past the end.
   std::string_view next();
-  // Lets the source's pages up to the end of the last node handed out go.
+  // Lets the source's pages up to the end of the last element handed out go.
   void release() const;
 
   // For the stripper: a ModelProto.graph occurrence begins (its bytes, a view
-  // of the source), and one of its nodes, with its stripped copy when it held
-  // payloads.
+  // of the source), and one of its elements, with its stripped copy when it
+  // held payloads.
   void beginGraph(std::shared_ptr<const Buffer> source, std::string_view graph);
   void add(std::optional<std::string> copy);
 
  private:
+  uint32_t number_;  // the GraphProto field
   std::shared_ptr<const Buffer> source_;
   std::vector<std::string_view> graphs_;  // each occurrence of ModelProto.graph
-  std::deque<std::string> copies_;        // the nodes that held payloads, stripped
+  std::deque<std::string> copies_;        // the elements that held payloads, stripped
   std::vector<size_t> copyAt_;            // and their indices
   size_t count_ = 0;
   // The cursor of next().
   size_t graph_ = 0, index_ = 0, copy_ = 0;
   std::optional<Reader> reader_;
-  const char* done_ = nullptr;  // one past the last node handed out, in the source
+  const char* done_ = nullptr;  // one past the last element handed out, in the source
 };
 
 struct Stripped {
   std::string bytes;            // the model with large raw_data replaced by placeholders
   std::vector<Bytes> payloads;  // views into the source buffer, by placeholder index
-  // With splitMainNodes: the main graph's nodes, taken out of `bytes`. The
-  // loader parses them one at a time instead of all at once.
-  MainNodes mainNodes;
+  // With splitMain: the main graph's nodes and value_info entries, taken out
+  // of `bytes`. The loader parses them one at a time instead of all at once
+  // (a typed million-node graph's entries parsed whole took 400 MB).
+  MainFields mainNodes{1}, mainValueInfo{13};
 };
 // Throws std::runtime_error with a message saying what is malformed.
-Stripped stripPayloads(const std::shared_ptr<const Buffer>& source, size_t threshold, bool splitMainNodes = false);
+Stripped stripPayloads(const std::shared_ptr<const Buffer>& source, size_t threshold, bool splitMain = false);
 
 // Writer side.
 struct Piece {

@@ -281,6 +281,54 @@ main (float[2] X) => (float[2] Y) {
   CHECK_THAT(loadError(modelBytes), Catch::Contains("protobuf parse failed in the graph's node 3"));
 }
 
+TEST_CASE("the main graph's value_info entries are parsed one at a time: order, fields, errors", "[loader]") {
+  // Entries before and after the nodes, one with a doc_string, one for a
+  // value nothing defines, and a second occurrence of the graph field that
+  // protobuf merges: the model built from the split entries writes what the
+  // model built from protobuf's own parse writes.
+  auto m = test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (float[2] X) => (float[2] Y) {
+  A = Relu(X)
+  B = Neg(A)
+  Y = Abs(B)
+}
+)");
+  auto declare = [](onnx::GraphProto& g, const std::string& name, int type) {
+    auto* vi = g.add_value_info();
+    vi->set_name(name);
+    vi->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+    return vi;
+  };
+  declare(*m.mutable_graph(), "B", onnx::TensorProto::FLOAT)->set_doc_string("second");
+  declare(*m.mutable_graph(), "nowhere", onnx::TensorProto::INT64);
+  onnx::GraphProto more;
+  declare(more, "A", onnx::TensorProto::FLOAT);
+  std::string bytes = m.SerializeAsString();
+  wire::appendLenField(bytes, 7, more.SerializeAsString());
+  onnx::ModelProto merged;
+  REQUIRE(merged.ParseFromString(bytes));
+  REQUIRE(merged.graph().value_info_size() == 3);
+  auto split = loadBytes(bytes);
+  auto whole = loadModel(merged, ".");
+  const auto& entries = split->graph().valueInfo();
+  REQUIRE(entries.size() == 3);
+  CHECK(entries[0].value->name() == "B");
+  CHECK(entries[0].proto().doc_string() == "second");
+  CHECK(entries[1].value->name() == "nowhere");
+  CHECK(entries[2].value->name() == "A");
+  CHECK(entries[2].value->type() == split->graph().findLocal("B")->type());  // one interned type
+  CHECK(serialize(*split) == serialize(*whole));
+  // An entry protobuf cannot parse is named by its place among the entries.
+  std::string broken = m.SerializeAsString();
+  std::string badEntry;
+  wire::appendLenField(badEntry, 2, std::string("\x01\xff", 2));  // a type that is no message
+  std::string graphBytes;
+  wire::appendLenField(graphBytes, 13, badEntry);
+  wire::appendLenField(broken, 7, graphBytes);
+  CHECK_THAT(loadError(broken), Catch::Contains("protobuf parse failed in the graph's value_info 2"));
+}
+
 TEST_CASE("IR versions and opsets newer than ONNX 1.12 knows load and write unchanged", "[loader]") {
   auto proto = test::parseModel(test::kSmallModel);
   proto.set_ir_version(11);

@@ -118,7 +118,7 @@ TEST_CASE("the main graph's nodes are split off: views, or stripped copies when 
   std::string original = m.SerializeAsString();
   auto buffer = Buffer::fromString(original);
 
-  auto stripped = wire::stripPayloads(buffer, 100, /*splitMainNodes=*/true);
+  auto stripped = wire::stripPayloads(buffer, 100, /*splitMain=*/true);
   REQUIRE(stripped.mainNodes.size() == 2);
   REQUIRE(stripped.payloads.size() == 1);
   // The Relu is its bytes in the source; the Constant a copy with a placeholder.
@@ -176,7 +176,7 @@ TEST_CASE("the main graph's nodes come back in order across fields and repeated 
   REQUIRE(expected.ParseFromString(model));
   REQUIRE(expected.graph().node_size() == 5);
 
-  auto stripped = wire::stripPayloads(Buffer::fromString(model), 100, /*splitMainNodes=*/true);
+  auto stripped = wire::stripPayloads(Buffer::fromString(model), 100, /*splitMain=*/true);
   REQUIRE(stripped.mainNodes.size() == 5);
   REQUIRE(stripped.payloads.size() == 2);
   for (int i = 0; i < 5; ++i) {
@@ -191,6 +191,56 @@ TEST_CASE("the main graph's nodes come back in order across fields and repeated 
   REQUIRE(rest.ParseFromString(stripped.bytes));
   CHECK(rest.graph().name() == "g");
   CHECK(rest.graph().node_size() == 0);
+}
+
+TEST_CASE("the main graph's value_info entries are split off as views, in order, and a subgraph's stay", "[wire]") {
+  auto field = [](uint32_t number, const std::string& value) {
+    std::string out;
+    wire::appendLenField(out, number, value);
+    return out;
+  };
+  auto entry = [](const std::string& name) {
+    onnx::ValueInfoProto vi;
+    vi.set_name(name);
+    vi.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    return vi.SerializeAsString();
+  };
+  // An If whose branch declares its own value: that entry is the node's, not the main graph's.
+  onnx::NodeProto withBranch;
+  withBranch.set_op_type("If");
+  auto* branch = withBranch.add_attribute();
+  branch->set_name("then_branch");
+  branch->set_type(onnx::AttributeProto::GRAPH);
+  branch->mutable_g()->add_value_info()->set_name("inner");
+  std::string graph1 = field(13, entry("a")) + field(1, withBranch.SerializeAsString()) + field(13, entry("b")) +
+                       field(2, "g");
+  std::string graph2 = field(13, entry("c"));
+  std::string model = field(7, graph1) + field(7, graph2);
+  auto source = Buffer::fromString(model);
+
+  auto stripped = wire::stripPayloads(source, 100, /*splitMain=*/true);
+  REQUIRE(stripped.mainValueInfo.size() == 3);
+  for (const char* name : {"a", "b", "c"}) {
+    std::string_view bytes = stripped.mainValueInfo.next();
+    CHECK(bytes == entry(name));
+    CHECK(bytes.data() >= source->data());  // read where it lies: no copy
+    CHECK(bytes.data() < source->data() + source->size());
+  }
+  CHECK_THROWS_AS(stripped.mainValueInfo.next(), std::out_of_range);
+  onnx::ModelProto rest;
+  REQUIRE(rest.ParseFromString(stripped.bytes));
+  CHECK(rest.graph().value_info_size() == 0);
+  CHECK(rest.graph().name() == "g");
+  REQUIRE(stripped.mainNodes.size() == 1);
+  onnx::NodeProto node;
+  std::string_view bytes = stripped.mainNodes.next();
+  REQUIRE(node.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())));
+  CHECK(node.attribute(0).g().value_info(0).name() == "inner");
+  // Without the option the entries stay in the model.
+  auto whole = wire::stripPayloads(source, 100);
+  CHECK(whole.mainValueInfo.size() == 0);
+  REQUIRE(rest.ParseFromString(whole.bytes));
+  CHECK(rest.graph().value_info_size() == 3);
 }
 
 namespace {
@@ -216,7 +266,7 @@ TEST_CASE("the split nodes' source pages are let go behind the stripper and agai
   for (const char* op : {"A", "B", "C"}) m.mutable_graph()->add_node()->set_op_type(op);
   std::string bytes = m.SerializeAsString();
   auto source = std::make_shared<RecordingBuffer>(bytes);
-  auto stripped = wire::stripPayloads(source, 100, /*splitMainNodes=*/true);
+  auto stripped = wire::stripPayloads(source, 100, /*splitMain=*/true);
   // The stripper: after each node, up to its end.
   std::vector<size_t> ends;
   for (int i = 0; i < 3; ++i) {
