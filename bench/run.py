@@ -245,7 +245,13 @@ PASS_ROWS = {
     "prune": ["prune"],
     "strip-doc": ["strip-doc"],
 }
-SCALING_ROWS = ("convert", "expand", "rules", "pattern", "fold", "opset", "legalize", *PASS_ROWS)
+# And on the same graph with a value_info entry for every value (set-shapes' output, as
+# shape-inferred exports come): loading the entries and erasing the values they name.
+TYPED_ROWS = {
+    "convert typed": ["convert"],
+    "outline typed": ["outline", "--select", "scope=/blocks.*"],
+}
+SCALING_ROWS = ("convert", "expand", "rules", "pattern", "fold", "opset", "legalize", *PASS_ROWS, *TYPED_ROWS)
 
 
 def scaling_bench(args, out):
@@ -273,6 +279,11 @@ def scaling_bench(args, out):
         # Issue 27 item 2 names every pass: the rest, one command each, on the stored expanded graph.
         for name, args_ in PASS_ROWS.items():
             cmds[f"{name} {label}"] = [g, "-q", *args_[:1], flat, *args_[1:], "-o", os.path.join(out, f"calls-{calls}.{name.replace(' ', '-')}.onnx")]
+        typed = os.path.join(out, f"calls-{calls}.typed.onnx")
+        if not os.path.exists(typed):
+            subprocess.check_call([g, "-q", *PASS_ROWS["set-shapes"][:1], flat, *PASS_ROWS["set-shapes"][1:], "-o", typed])
+        for name, args_ in TYPED_ROWS.items():
+            cmds[f"{name} {label}"] = [g, "-q", *args_[:1], typed, *args_[1:], "-o", os.path.join(out, f"calls-{calls}.{name.replace(' ', '-')}.onnx")]
     res = measure(spawn, with_baseline(cmds, g), args.runs)
     report = {"body_nodes": 20, "nodes": {"10k": 10_000, "1M": 1_000_000}, "results": res}
     for name in SCALING_ROWS:
