@@ -215,7 +215,7 @@ class Stripper {
         continue;
       }
       if (mainGraph && f.number == kGraphValueInfo) {  // holds no tensor: read where it lies
-        result_.mainValueInfo.add(std::nullopt);
+        result_.mainValueInfo.add(f.begin, std::nullopt);
         source_->releaseBefore(f.payload.data() + f.payload.size());
         continue;
       }
@@ -225,7 +225,7 @@ class Stripper {
         continue;
       }
       if (mainGraph && child == Kind::Node) {
-        splitNode(f.payload, depth + 1);
+        splitNode(f.begin, f.payload, depth + 1);
         continue;
       }
       std::string inner;
@@ -240,12 +240,12 @@ class Stripper {
  private:
   // A main-graph node: a view of its bytes when it holds no payload (almost
   // every node), its stripped copy otherwise.
-  void splitNode(std::string_view bytes, int depth) {
+  void splitNode(const char* field, std::string_view bytes, int depth) {
     size_t payloads = result_.payloads.size();
     scratch_.clear();
     message(bytes, Kind::Node, scratch_, depth);
-    if (result_.payloads.size() == payloads) result_.mainNodes.add(std::nullopt);
-    else result_.mainNodes.add(scratch_);
+    if (result_.payloads.size() == payloads) result_.mainNodes.add(field, std::nullopt);
+    else result_.mainNodes.add(field, scratch_);
     // The loader reads the node again; until then its pages need not stay.
     source_->releaseBefore(bytes.data() + bytes.size());
   }
@@ -261,10 +261,19 @@ class Stripper {
 
 void MainFields::beginGraph(std::shared_ptr<const Buffer> source, std::string_view graph) {
   source_ = std::move(source);
+  if (!graphs_.empty() && !seen_) graphs_.pop_back();  // the last one held none: next() skips it
   graphs_.push_back(graph);
+  seen_ = false;
 }
 
-void MainFields::add(std::optional<std::string> copy) {
+void MainFields::add(const char* field, std::optional<std::string> copy) {
+  if (!seen_) {
+    // next() walks this occurrence from its first element: the fields before
+    // it (a million nodes before the value_info entries) are not read again.
+    std::string_view& g = graphs_.back();
+    g = std::string_view(field, static_cast<size_t>(g.data() + g.size() - field));
+    seen_ = true;
+  }
   if (copy) {
     copies_.push_back(std::move(*copy));
     copyAt_.push_back(count_);

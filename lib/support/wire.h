@@ -87,15 +87,16 @@ class MainFields {
   void release() const;
 
   // For the stripper: a ModelProto.graph occurrence begins (its bytes, a view
-  // of the source), and one of its elements, with its stripped copy when it
-  // held payloads.
+  // of the source), and one of its elements (where its field begins, in those
+  // bytes), with its stripped copy when it held payloads.
   void beginGraph(std::shared_ptr<const Buffer> source, std::string_view graph);
-  void add(std::optional<std::string> copy);
+  void add(const char* field, std::optional<std::string> copy);
 
  private:
   uint32_t number_;  // the GraphProto field
   std::shared_ptr<const Buffer> source_;
-  std::vector<std::string_view> graphs_;  // each occurrence of ModelProto.graph
+  std::vector<std::string_view> graphs_;  // each occurrence of ModelProto.graph, from its first element on
+  bool seen_ = false;                     // an element of the last occurrence was added
   std::deque<std::string> copies_;        // the elements that held payloads, stripped
   std::vector<size_t> copyAt_;            // and their indices
   size_t count_ = 0;
