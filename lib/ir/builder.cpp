@@ -261,7 +261,7 @@ class Builder {
     release(gp.mutable_initializer());
     release(gp.mutable_sparse_initializer());
     release(gp.mutable_value_info());
-    g.mutableResidual() = std::move(gp);
+    g.setResidual(std::move(gp));
   }
 
   void valueInfo(Graph& g, onnx::ValueInfoProto&& vi) {

@@ -122,7 +122,7 @@ class ir::InlineCopier {
 
   std::unique_ptr<Graph> graph(const Graph& src, Graph& parent, Node* parentNode) {
     auto g = std::make_unique<Graph>(parent.model(), &parent.mutableNames(), &parent.mutableNodeNames(), &parent, parentNode);
-    g->mutableResidual() = src.residual();
+    g->setResidual(onnx::GraphProto(src.residual()));
     for (const auto& vi : src.inputs()) g->addInput(freshValue(*g, vi.value), vi);
     for (const auto& init : src.initializers()) {
       Value* v = result_.valueMap.count(init.value) ? result_.valueMap[init.value] : freshValue(*g, init.value);

@@ -44,11 +44,17 @@ void Value::setType(onnx::TypeProto type) {
   type_ = graph_->model()->internType(std::move(type));
 }
 
-const onnx::TypeProto* Model::internType(onnx::TypeProto&& type) {
-  typeKey_.clear();
-  type.AppendToString(&typeKey_);
-  if (auto* known = types_.find(typeKey_)) return known->get();
-  return types_.emplace(typeKey_, std::make_unique<const onnx::TypeProto>(std::move(type))).first->get();
+template <typename Proto>
+const Proto* Model::intern(FlatStringMap<std::string, std::unique_ptr<const Proto>>& table, Proto&& proto) {
+  internKey_.clear();
+  proto.AppendToString(&internKey_);
+  if (auto* known = table.find(internKey_)) return known->get();
+  return table.emplace(internKey_, std::make_unique<const Proto>(std::move(proto))).first->get();
+}
+
+void Graph::setResidual(onnx::GraphProto&& residual) {
+  assert(model_);
+  residual_ = residual.ByteSizeLong() == 0 ? nullptr : model_->intern(model_->graphResiduals_, std::move(residual));
 }
 
 const Attribute* Node::attribute(std::string_view name) const {

@@ -242,7 +242,7 @@ class Graph {
   Value* findLocal(std::string_view name) const;
   Value* find(std::string_view name) const;
 
-  const onnx::GraphProto& residual() const { return residual_; }
+  const onnx::GraphProto& residual() const { return residual_ ? *residual_ : onnx::GraphProto::default_instance(); }
   // Where a node of this graph stands in nodes().
   NodeList::const_iterator position(const Node* node) const { return nodes_.at(node); }
   // The function whose body holds this graph (at any depth), or nullptr for
@@ -258,7 +258,8 @@ class Graph {
  private:
   GRAPHRW_IR_EDITORS;
   friend class Function;
-  onnx::GraphProto& mutableResidual() { return residual_; }
+  // The model's one copy of it: 50,000 callees of one outlined body hold one.
+  void setResidual(onnx::GraphProto&& residual);
   NameTable& mutableNames() const { return *names_; }
   NameTable& mutableNodeNames() const { return *nodeNames_; }
   // Building blocks used by the builder and the rewriter; passes use the Rewriter.
@@ -304,7 +305,7 @@ class Graph {
   Node* parentNode_;
   NameTable* names_;
   NameTable* nodeNames_;
-  onnx::GraphProto residual_;  // name, doc_string, quantization_annotation, unknown fields
+  const onnx::GraphProto* residual_ = nullptr;  // name, doc_string, quantization_annotation, unknown fields
   NodeList nodes_;
   std::vector<std::unique_ptr<Value>> values_;
   struct ValueName {
@@ -426,14 +427,17 @@ class Model {
   std::shared_ptr<ExternalFiles> external_;
   std::unique_ptr<AttributeInterner> attributes_;  // shared attribute protos (builder, rewriter, inliner)
 
-  // Values' types, one copy of each distinct type (keyed by its serialized
-  // bytes): a million-value graph has a few hundred types, not a million
-  // 300-byte TypeProtos. Never shrinks while the model lives.
+  // Values' types and graphs' residuals, one copy of each distinct one (keyed
+  // by its serialized bytes): a million-value graph has a few hundred types,
+  // not a million 300-byte TypeProtos. Never shrinks while the model lives.
   friend class Value;
   friend class Graph;
-  const onnx::TypeProto* internType(onnx::TypeProto&& type);
+  template <typename Proto>
+  const Proto* intern(FlatStringMap<std::string, std::unique_ptr<const Proto>>& table, Proto&& proto);
+  const onnx::TypeProto* internType(onnx::TypeProto&& type) { return intern(types_, std::move(type)); }
   FlatStringMap<std::string, std::unique_ptr<const onnx::TypeProto>> types_;
-  std::string typeKey_;  // reused serialization buffer
+  FlatStringMap<std::string, std::unique_ptr<const onnx::GraphProto>> graphResiduals_;
+  std::string internKey_;  // reused serialization buffer
 };
 
 // Construction-level access for the builder, the rewriter and the inliner

@@ -342,7 +342,10 @@ void Rewriter::setDocString(Node* n, const std::string& text) {
 }
 
 void Rewriter::setDocString(Graph& g, const std::string& text) {
-  if (putDocString(g.mutableResidual(), text)) counts_.docStringsChanged++;
+  onnx::GraphProto residual = g.residual();
+  if (!putDocString(residual, text)) return;
+  g.setResidual(std::move(residual));
+  counts_.docStringsChanged++;
 }
 
 void Rewriter::setDocString(const Function* f, const std::string& text) {

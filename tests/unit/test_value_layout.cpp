@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "io/loader.h"
+#include "io/writer.h"
 #include "ir/inliner.h"
 #include "ir/ir.h"
 #include "ir/rewriter.h"
@@ -242,4 +243,38 @@ main (float[2] X) => (float[2] Y) {
   CHECK(got == remaining);
   for (const auto& e : g.valueInfo()) CHECK(g.findLocal(e.value->name()) == e.value);
   CHECK(verify(*model).empty());
+}
+
+// A graph's residual (name, doc_string, ...) is the model's one copy of it:
+// the callees of one outlined body, or branches named alike, hold one. An edit
+// to one graph's gives it its own.
+TEST_CASE("graphs with equal residuals share one copy, and editing one leaves the others", "[value_layout]") {
+  auto proto = test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (bool c, float[2] X) => (float[2] Y, float[2] Z) {
+  Y = If (c) <then_branch = g1 () => (float[2] a) { a = Neg (X) }, else_branch = g1 () => (float[2] b) { b = Abs (X) }>
+  Z = If (c) <then_branch = g1 () => (float[2] d) { d = Neg (X) }, else_branch = g2 () => (float[2] e) { e = Abs (X) }>
+}
+)");
+  const std::string original = proto.SerializeAsString();
+  auto model = loadModel(proto);
+  ir::Rewriter rw(*model);
+  std::vector<ir::Graph*> branches;
+  for (const auto& n : model->graph().nodes())
+    for (ir::Graph* g : n->subgraphs()) branches.push_back(g);
+  REQUIRE(branches.size() == 4);
+  CHECK(branches[0]->residual().name() == "g1");
+  CHECK(&branches[0]->residual() == &branches[1]->residual());
+  CHECK(&branches[0]->residual() == &branches[2]->residual());
+  CHECK(&branches[0]->residual() != &branches[3]->residual());
+  CHECK(branches[3]->residual().name() == "g2");
+  CHECK(serialize(*model) == original);
+  rw.setDocString(*branches[1], "edited");
+  CHECK(branches[1]->residual().doc_string() == "edited");
+  CHECK(branches[1]->residual().name() == "g1");
+  CHECK_FALSE(branches[0]->residual().has_doc_string());
+  CHECK_FALSE(branches[2]->residual().has_doc_string());
+  rw.setDocString(*branches[1], "");  // back to what the others hold: one copy again
+  CHECK(&branches[0]->residual() == &branches[1]->residual());
+  CHECK(serialize(*model) == original);
 }
