@@ -20,6 +20,15 @@ std::vector<std::string> initializerNames(const ir::Graph& g) {
   for (const auto& init : g.initializers()) names.push_back(init.value->name());
   return names;
 }
+// Y = Neg(X): a graph to grow value by value.
+std::unique_ptr<ir::Model> oneNeg() {
+  return loadModel(test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (float[2] X) => (float[2] Y) {
+  Y = Neg (X)
+}
+)"));
+}
 }  // namespace
 
 // A value finds its initializer by its index in the graph's list: removing one
@@ -141,12 +150,7 @@ body (float[2] A) => (float[2] B) <float[2] M> {
 // its index: built when the graph grows past the threshold, kept right by
 // renames and erasures on either side of it.
 TEST_CASE("values are found by name in small graphs and after their index is built", "[value_layout]") {
-  auto model = loadModel(test::parseModel(R"(
-<ir_version: 8, opset_import: ["" : 17]>
-main (float[2] X) => (float[2] Y) {
-  Y = Neg (X)
-}
-)"));
+  auto model = oneNeg();
   auto& g = model->graph();
   ir::Rewriter rw(*model);
   ir::Value* x = g.findLocal("X");
@@ -197,12 +201,7 @@ main (float[2] X) => (float[2] Y) {
 // sweeps: every read of the list must still see exactly the live entries, in
 // order, across sweeps and with new values made in between.
 TEST_CASE("value_info entries of erased values are gone at every read, across sweeps", "[value_layout]") {
-  auto model = loadModel(test::parseModel(R"(
-<ir_version: 8, opset_import: ["" : 17]>
-main (float[2] X) => (float[2] Y) {
-  Y = Neg (X)
-}
-)"));
+  auto model = oneNeg();
   auto& g = model->graph();
   ir::Rewriter rw(*model);
   ir::Value* x = g.findLocal("X");
