@@ -263,7 +263,8 @@ TEST_CASE("the value_info stream starts at the first entry: the nodes before it 
   // read garbage; the stream must not go there.
   std::string entry = g->value_info(0).SerializeAsString();
   const char* at = std::search(source->data(), source->data() + source->size(), entry.begin(), entry.end());
-  const char* firstNode = std::search(source->data(), source->data() + source->size(), "Relu", "Relu" + 4);
+  const std::string_view relu = "Relu";
+  const char* firstNode = std::search(source->data(), source->data() + source->size(), relu.begin(), relu.end());
   REQUIRE(firstNode < at);
   std::memset(const_cast<char*>(firstNode), 0xff, static_cast<size_t>(at - 2 - firstNode));  // up to the entry's tag
   CHECK(stripped.mainValueInfo.next() == entry);
