@@ -28,13 +28,15 @@ def run_once(spawn, cmd):
 
 
 BASELINE = None
+BASELINE_SKIP = set()  # rows not run with the baseline (--baseline-skip)
 
 
 def with_baseline(cmds, graphrw):
     """Adds 'NAME @baseline' twins of the graphrw commands, run with --baseline's binary."""
     if not BASELINE:
         return cmds
-    twins = {f"{k} @baseline": [BASELINE if a == graphrw else a for a in v] for k, v in cmds.items() if graphrw in v}
+    twins = {f"{k} @baseline": [BASELINE if a == graphrw else a for a in v] for k, v in cmds.items()
+             if graphrw in v and k not in BASELINE_SKIP}
     return {**cmds, **twins}
 
 
@@ -299,8 +301,12 @@ def main():
     ap.add_argument("--overwrite", action="store_true", help="io: each run replaces the previous run's output")
     ap.add_argument("--json")
     ap.add_argument("--baseline", help="another graphrw binary to run interleaved with this build's")
+    ap.add_argument("--baseline-skip", action="append", default=[], metavar="ROW",
+                    help="a row (e.g. 'outline typed 1M') the baseline does not run: one it cannot finish in "
+                         "reasonable time (repeatable)")
     args = ap.parse_args()
     global BASELINE
+    BASELINE_SKIP.update(args.baseline_skip)
     BASELINE = os.path.abspath(args.baseline) if args.baseline else None
     out = os.path.join(ROOT, "bench", "out")
     os.makedirs(out, exist_ok=True)
