@@ -81,7 +81,7 @@ class PatternPass final : public Pass {
         ++applicable;
         // Matches of one rule do not overlap; what earlier rules matched is gone
         // (apply erased it), so the set of taken nodes lives for one find only.
-        std::vector<PatternMatch> matches;
+        PatternMatches matches;
         {
           FlatPointerSet<Node> taken;
           matches = p.find(*g, taken, options_.maxMatchSteps);

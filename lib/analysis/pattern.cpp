@@ -267,13 +267,14 @@ onnx::AttributeProto Pattern::attributeFromConstant(const std::string& formal, i
 size_t Pattern::rewrite(Model& model, Rewriter& rw, Graph& g, uint64_t maxSteps) const {
   FlatPointerSet<Node> taken;
   auto matches = find(g, taken, maxSteps);
+  size_t count = matches.size();
   apply(model, rw, g, matches);
-  return matches.size();
+  return count;
 }
 
 // Long: per match, the replacement body (converted once per set of constant values), its call,
 // the matched nodes erased and the call inlined: one edit sequence whose order matters.
-std::vector<Node*> Pattern::apply(Model& model, Rewriter& rw, Graph& g, std::vector<PatternMatch>& matches) const {
+std::vector<Node*> Pattern::apply(Model& model, Rewriter& rw, Graph& g, PatternMatches& matches) const {
   std::vector<Node*> created;
   if (matches.empty()) return created;
   // The replacement's ops must mean the same at the version the graph
@@ -321,7 +322,8 @@ std::vector<Node*> Pattern::apply(Model& model, Rewriter& rw, Graph& g, std::vec
   };
   size_t index = 0;
   for (const auto& np : g.nodes()) np->scratch = ++index;  // graph order, for the matched (original) nodes
-  for (auto& b : matches) {
+  for (; !matches.empty(); matches.pop_front()) {
+    PatternMatch& b = matches.front();
     // The last matched node in graph order: the replacement goes after it.
     Node* last = b.nodes.at(anchor_);
     for (Node* m : b.nodes)
@@ -349,7 +351,6 @@ std::vector<Node*> Pattern::apply(Model& model, Rewriter& rw, Graph& g, std::vec
     std::vector<Node*> erase;
     for (Node* m : b.nodes)
       if (m) erase.push_back(m);
-    b = PatternMatch{};  // applied: its arrays are freed as the rewrite goes
     std::sort(erase.begin(), erase.end(), [](const Node* x, const Node* y) { return x->scratch > y->scratch; });
     for (Node* m : erase) rw.eraseNode(m);
     auto result = inlineBody(rw, call, body.body(), AttributeEnv{}, prefix);

@@ -14,6 +14,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -47,11 +48,13 @@ struct PatternConstraints {
 // each of its nodes (by index); nullptr where none is. Two flat arrays, not
 // maps: a million-node graph can have half a million matches held at once,
 // and most patterns bind a few values and nodes, held inline (64 bytes a
-// match, not 48 and two heap blocks).
+// match, not 48 and two heap blocks). Held in a deque: apply() frees each
+// block of matches as it goes, so their memory serves the replacements.
 struct PatternMatch {
   SmallVector<ir::Value*, 4> values;
   SmallVector<ir::Node*, 2> nodes;
 };
+using PatternMatches = std::deque<PatternMatch>;
 
 class Pattern {
  public:
@@ -72,11 +75,10 @@ class Pattern {
   // graph order of the node producing the first output. `taken`: nodes other
   // patterns matched already, left alone (and extended with these matches').
   // Each match attempt may take `maxSteps` steps (then Error(Unsupported)).
-  std::vector<PatternMatch> find(ir::Graph& g, FlatPointerSet<ir::Node>& taken,
-                                 uint64_t maxSteps = kDefaultMaxMatchSteps) const;
-  // Replaces the matches, emptying each once applied (its arrays freed);
+  PatternMatches find(ir::Graph& g, FlatPointerSet<ir::Node>& taken, uint64_t maxSteps = kDefaultMaxMatchSteps) const;
+  // Replaces the matches in order, consuming them (`matches` ends empty);
   // returns the nodes the replacements created.
-  std::vector<ir::Node*> apply(ir::Model& model, ir::Rewriter& rw, ir::Graph& g, std::vector<PatternMatch>& matches) const;
+  std::vector<ir::Node*> apply(ir::Model& model, ir::Rewriter& rw, ir::Graph& g, PatternMatches& matches) const;
   // find + apply; returns how many matches.
   size_t rewrite(ir::Model& model, ir::Rewriter& rw, ir::Graph& g, uint64_t maxSteps = kDefaultMaxMatchSteps) const;
 

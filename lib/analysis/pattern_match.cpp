@@ -284,11 +284,11 @@ class Matcher {
 
 }  // namespace
 
-std::vector<PatternMatch> Pattern::find(Graph& g, FlatPointerSet<Node>& taken, uint64_t maxSteps) const {
+PatternMatches Pattern::find(Graph& g, FlatPointerSet<Node>& taken, uint64_t maxSteps) const {
   const CompiledPattern& c = *compiled_;
   const CompiledNode& anchor = c.nodes[static_cast<size_t>(c.anchor)];
   Matcher matcher(c, taken, maxSteps, where_ + ": rule '" + match_.name() + "'");
-  std::vector<PatternMatch> matches;
+  PatternMatches matches;
   for (const auto& np : g.nodes()) {
     Node* n = np.get();
     if (n->opType() != anchor.op || taken.contains(n) || !matcher.matchAt(n)) continue;

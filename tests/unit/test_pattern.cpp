@@ -117,3 +117,26 @@ One (x) => (y) { y = Relu (x) }
 )";
   CHECK_THROWS_WITH(pattern(kMatch, one), Catch::Contains("the match has 2 inputs and 1 outputs, the replacement 1 and 1"));
 }
+
+// apply consumes its matches in order: the deque ends empty (each block of
+// matches freed as the rewrite passes it), and find's count is what was applied.
+TEST_CASE("pattern: apply consumes the matches find returned, in order", "[pattern]") {
+  std::string body;
+  for (int i = 0; i < 40; ++i)
+    body += "  m" + std::to_string(i) + " = Mul (x" + (i ? std::to_string(i - 1) : std::string()) + ", c2)\n  x" +
+            std::to_string(i) + " = Add (m" + std::to_string(i) + ", b)\n";
+  auto m = loadModel(test::parseModel("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                                      "g (float[3] x, float[3] b) => (float[3] x39) <float c2 = {2.0}> {\n" + body + "}\n"));
+  const Pattern p = pattern();
+  FlatPointerSet<ir::Node> taken;
+  PatternMatches matches = p.find(m->graph(), taken);
+  REQUIRE(matches.size() == 40);
+  // In graph order: the i-th match's anchor (its Add) produces x<i>.
+  for (size_t i = 0; i < matches.size(); ++i) CHECK(p.anchor(matches[i])->output(0)->name() == "x" + std::to_string(i));
+  ir::Rewriter rw(*m);
+  auto created = p.apply(*m, rw, m->graph(), matches);
+  CHECK(matches.empty());
+  CHECK(created.size() == 80);  // two Adds a match
+  CHECK(count(*m, "Mul") == 0);
+  CHECK(count(*m, "Add") == 80);
+}
