@@ -327,9 +327,9 @@ class Graph {
   Value* keep(std::unique_ptr<Value> value);
   std::vector<ValueInfo> inputs_, outputs_;
   // An erased value named by a value_info entry waits in retired_ (nameless)
-  // until its entry is dropped with the others' in one sweep, when the list is
-  // next read or the retired reach 1/16 of it: erasing n such values costs O(n),
-  // where finding each one's entry scanned the whole list (quadratic).
+  // until its entry goes with the others' in one sweep, at the next read of the
+  // list (so a const read writes: a model is never shared between threads) or
+  // when the retired reach 1/16 of it: erasing n such values is O(n), not n scans.
   mutable std::vector<ValueInfo> valueInfo_;
   mutable std::vector<std::unique_ptr<Value>> retired_;
   static constexpr uint32_t kRetired = UINT32_MAX;  // a retired value's slot_
