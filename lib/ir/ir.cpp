@@ -202,6 +202,7 @@ void Graph::addOutput(ValueInfo e) {
 
 void Graph::addValueInfo(ValueInfo e) {
   Value* v = e.value;
+  if (v->graph_ != this) v->graph_->declaredBelow_ = true;
   if (e.type_) v->type_ = e.type_;
   v->hasValueInfo_ = true;
   valueInfo_.push_back(std::move(e));
@@ -249,6 +250,11 @@ void Graph::eraseValue(Value* v) {
   if (!v->uses_.empty() || v->producer_ || v->graphOutputs_ > 0 || v->graphInput_)
     fail(ExitCode::Internal, "erasing value '" + v->name_ + "' that is still defined or used");
   if (v->isInitializer()) removeInitializer(v);
+  if (v->hasValueInfo_ && declaredBelow_)  // rare: a scan of the subgraphs' lists
+    for (const auto& n : nodes_)
+      n->forEachSubgraph([v](Graph& sub) {
+        sub.walkGraphs([v](Graph& g) { std::erase_if(g.valueInfo_, [v](const ValueInfo& e) { return e.value == v; }); });
+      });
   indexErase(v->name_);
   names_->erase(v->name_);
   size_t slot = v->slot_;
@@ -275,7 +281,8 @@ size_t Graph::removeValueInfo(const Value* v) {
   size_t before = valueInfo_.size();
   valueInfo_.erase(std::remove_if(valueInfo_.begin(), valueInfo_.end(), [v](const ValueInfo& vi) { return vi.value == v; }),
                    valueInfo_.end());
-  const_cast<Value*>(v)->hasValueInfo_ = false;  // every entry of v is gone
+  // Every entry of v is gone when this is its graph and no subgraph declares values of it.
+  if (v->graph_ == this && !declaredBelow_) const_cast<Value*>(v)->hasValueInfo_ = false;
   return before - valueInfo_.size();
 }
 
@@ -455,42 +462,6 @@ void Model::releaseNameTables() const {
 void Model::walkGraphs(const std::function<void(Graph&)>& fn) {
   graph_->walkGraphs(fn);
   for (const auto& f : functions_) f->body().walkGraphs(fn);
-}
-
-// ---------------------------------------------------------------------------
-// Helpers
-
-bool isDefaultDomain(std::string_view domain) { return domain.empty() || domain == "ai.onnx"; }
-
-std::string nodeLabel(const Node& node) {
-  if (node.name().empty())  // unnamed: named by what it produces
-    for (const Value* v : node.outputs())
-      if (v) return "the node producing '" + v->name() + "' (" + opName(node) + ")";
-  return "node '" + node.name() + "' (" + opName(node) + ")";
-}
-
-std::string opName(const Node& node) {
-  return (isDefaultDomain(node.domain()) ? std::string("ai.onnx") : node.domain()) + "::" + node.opType();
-}
-
-const char* dataTypeName(int32_t t) {
-  static const char* names[] = {"undefined", "float", "uint8",  "int8",   "uint16",    "int16",
-                                "int32",     "int64", "string", "bool",   "float16",   "double",
-                                "uint32",    "uint64", "complex64", "complex128", "bfloat16"};
-  return t >= 0 && t < static_cast<int32_t>(std::size(names)) ? names[t] : "unknown";
-}
-
-// protobuf's own names for AttributeProto.AttributeType ("FLOAT", "INTS", ...).
-std::string attributeTypeName(int t) {
-  if (onnx::AttributeProto_AttributeType_IsValid(t))
-    return onnx::AttributeProto_AttributeType_Name(static_cast<onnx::AttributeProto_AttributeType>(t));
-  return "type " + std::to_string(t);
-}
-
-std::optional<onnx::AttributeProto_AttributeType> attributeTypeFromName(std::string_view name) {
-  onnx::AttributeProto_AttributeType t;
-  if (onnx::AttributeProto_AttributeType_Parse(std::string(name), &t)) return t;
-  return std::nullopt;
 }
 
 }  // namespace graphrw::ir

@@ -318,13 +318,13 @@ class Graph {
   static constexpr size_t kIndexFrom = 32;
   ValueIndex byName_;
   bool indexed_ = false;
+  // A subgraph's value_info names a value of this graph: erasing it drops those entries too.
+  bool declaredBelow_ = false;
   void buildIndex();
   void indexInsert(Value* v);  // no-ops while not indexed
   void indexErase(std::string_view name);
-  // Whether a new value's name is free here (an indexed graph records it).
-  bool admit(Value* v);
-  // Appends an admitted value, building the index when the graph reaches kIndexFrom.
-  Value* keep(std::unique_ptr<Value> value);
+  bool admit(Value* v);  // whether a new value's name is free here (an indexed graph records it)
+  Value* keep(std::unique_ptr<Value> value);  // appends an admitted value; the index is built at kIndexFrom
   std::vector<ValueInfo> inputs_, outputs_;
   // An erased value named by a value_info entry waits in retired_ (nameless)
   // until its entry goes with the others' in one sweep, at the next read of the

@@ -277,3 +277,34 @@ main (bool c, float[2] X) => (float[2] Y, float[2] Z) {
   CHECK(&branches[0]->residual() == &branches[1]->residual());
   CHECK(serialize(*model) == original);
 }
+
+// A subgraph may declare an outer value in its value_info: erasing that value
+// from its own graph drops the subgraph's entry too (it would name a value
+// that is gone: written with an empty name, or read after it was freed).
+TEST_CASE("erasing a value drops the value_info entries subgraphs hold for it", "[value_layout]") {
+  auto proto = test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (bool c, float[2] X) => (float[2] Z, float[2] Y) {
+  A = Neg (X)
+  Z = Abs (A)
+  Y = If (c) <then_branch = g1 () => (float[2] t) { t = Identity (X) }, else_branch = g2 () => (float[2] e) { e = Identity (X) }>
+}
+)");
+  auto* declared = proto.mutable_graph()->mutable_node(2)->mutable_attribute(0)->mutable_g()->add_value_info();
+  declared->set_name("A");
+  declared->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  auto model = loadModel(proto);
+  auto& g = model->graph();
+  ir::Rewriter rw(*model);
+  ir::Node* neg = g.nodes().front().get();
+  ir::Graph* branch = g.nodes().back()->subgraphs().at(0);
+  REQUIRE(branch->valueInfo().size() == 1);
+  rw.replaceAllUsesWith(neg->output(0), g.findLocal("X"));
+  rw.eraseNode(neg);  // A goes with it
+  CHECK(g.findLocal("A") == nullptr);
+  CHECK(branch->valueInfo().empty());
+  CHECK(verify(*model).empty());
+  onnx::ModelProto out;
+  REQUIRE(out.ParseFromString(serialize(*model)));
+  CHECK(out.graph().node(1).attribute(0).g().value_info_size() == 0);
+}
