@@ -250,11 +250,8 @@ void Graph::eraseValue(Value* v) {
   if (!v->uses_.empty() || v->producer_ || v->graphOutputs_ > 0 || v->graphInput_)
     fail(ExitCode::Internal, "erasing value '" + v->name_ + "' that is still defined or used");
   if (v->isInitializer()) removeInitializer(v);
-  if (v->hasValueInfo_ && declaredBelow_)  // rare: a scan of the subgraphs' lists
-    for (const auto& n : nodes_)
-      n->forEachSubgraph([v](Graph& sub) {
-        sub.walkGraphs([v](Graph& g) { std::erase_if(g.valueInfo_, [v](const ValueInfo& e) { return e.value == v; }); });
-      });
+  // Rare (a subgraph declares an outer value): every list below is scanned.
+  if (v->hasValueInfo_ && declaredBelow_) walkGraphs([v](Graph& g) { g.removeValueInfo(v); });
   indexErase(v->name_);
   names_->erase(v->name_);
   size_t slot = v->slot_;
@@ -278,12 +275,10 @@ void Graph::dropRetiredEntries() const {
 }
 
 size_t Graph::removeValueInfo(const Value* v) {
-  size_t before = valueInfo_.size();
-  valueInfo_.erase(std::remove_if(valueInfo_.begin(), valueInfo_.end(), [v](const ValueInfo& vi) { return vi.value == v; }),
-                   valueInfo_.end());
+  size_t removed = std::erase_if(valueInfo_, [v](const ValueInfo& vi) { return vi.value == v; });
   // Every entry of v is gone when this is its graph and no subgraph declares values of it.
   if (v->graph_ == this && !declaredBelow_) const_cast<Value*>(v)->hasValueInfo_ = false;
-  return before - valueInfo_.size();
+  return removed;
 }
 
 void Graph::removeInitializer(Value* v) {
