@@ -171,7 +171,7 @@ class ExpandRun {
   }
 
   std::vector<Node*> inlineTarget(Graph& g, Node* n, const Target& t, const std::map<std::string, int64_t>& opsets) {
-    std::string prefix = n->name().empty() ? rw_->reserveNodeName(g, n->opType()) : n->name();
+    std::string prefix = n->name().empty() ? rw_->reserveNodeName(g, n->opType()) : n->name().str();
     matched_++;
     switch (t.kind) {
       case Kind::Function: {
@@ -308,8 +308,8 @@ class ExpandRun {
     if (Value* in = missing()) {
       // In a function body this is expected: the copies inlined into the
       // graph are expanded there. What is left at the end is reported then.
-      leftUntyped_[&n] = {n.opType(), in->name()};
-      spdlog::debug("expand: {} not expanded here: the type of input '{}' is unknown", nodeLabel(n), in->name());
+      leftUntyped_[&n] = {n.opType(), in->name().str()};
+      spdlog::debug("expand: {} not expanded here: the type of input '{}' is unknown", nodeLabel(n), in->name().view());
       return false;
     }
     return true;

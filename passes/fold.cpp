@@ -85,7 +85,7 @@ class FoldRun {
       if (!t) continue;  // a sparse or string value: left as it is
       HostTensor value = *t;
       Value* old = n->output(0);
-      std::string name = old->name();
+      std::string name = old->name().str();
       rw_.renameValue(old, name + "/constant");
       Value* init = rw_.addInitializer(model_.graph(), name, std::make_unique<Tensor>(toTensorProto(value, name)));
       rw_.replaceAllUsesWith(old, init, /*graphOutputs=*/true);
@@ -148,7 +148,7 @@ class FoldRun {
       auto out = evaluate(*n, {&shapeOnly}, why);
       if (!out) continue;
       Value* old = n->output(0);
-      std::string name = old->name();
+      std::string name = old->name().str();
       rw_.renameValue(old, name + "/folded");
       WeightFolder weights(rw_);
       weights.setKeepParameters(options_.keepParameters);
@@ -211,7 +211,7 @@ class FoldRun {
       for (int64_t v : (*out)[0].asInts()) allKnown &= v >= 0;
       if (!allKnown) continue;
       Value* old = reader->output(0);
-      std::string name = old->name();
+      std::string name = old->name().str();
       rw_.renameValue(old, name + "/folded");
       WeightFolder weights(rw_);
       weights.setKeepParameters(options_.keepParameters);

@@ -110,7 +110,7 @@ class LegalizePass final : public Pass {
     std::vector<std::pair<Value*, onnx::TensorProto>> dense;  // all made before any graph changes
     model.graph().walkGraphs([&](Graph& g) {
       for (const auto& s : g.sparseInitializers())
-        dense.emplace_back(s.value, toTensorProto(densify(s.proto, UINT64_MAX), s.value->name()));
+        dense.emplace_back(s.value, toTensorProto(densify(s.proto, UINT64_MAX), s.value->name().str()));
     });
     for (auto& [v, tensor] : dense) rw.makeDense(v, std::make_unique<Tensor>(std::move(tensor)));
     return dense.size();
@@ -255,7 +255,7 @@ class LegalizePass final : public Pass {
       value.set_name("value");
       value.set_type(onnx::AttributeProto::TENSOR);
       *value.mutable_t() = toTensorProto(zeros, "");
-      std::string base = (n->name().empty() ? std::string("LayerNormalization") : n->name()) + "/zero_bias";
+      std::string base = (n->name().empty() ? std::string("LayerNormalization") : n->name().str()) + "/zero_bias";
       Node* c = rw.createNode(*n->graph(), n, {base, "Constant", "", {}, {base}});
       rw.setAttribute(c, value);
       rw.setInput(n, 2, c->output(0));

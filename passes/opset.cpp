@@ -286,7 +286,7 @@ class OpsetRun {
     auto* g = mp.mutable_graph();
     g->set_name("step");
     *g->add_node() = nodeToProto(*n);
-    std::unordered_map<std::string, Value*> byName;
+    std::unordered_map<std::string_view, Value*> byName;  // names in the model's arena
     for (Value* v : n->inputs()) {
       if (!v || byName.count(v->name())) continue;
       byName[v->name()] = v;
@@ -294,18 +294,18 @@ class OpsetRun {
       if (v->isInitializer() ? v->initializer()->storedBytes() <= kSmallConstant : v->producer() != nullptr)
         t = weights_.constantValue(v);
       if (t && t->data.size() <= kSmallConstant) {
-        *g->add_initializer() = toTensorProto(*t, v->name());
+        *g->add_initializer() = toTensorProto(*t, v->name().str());
       } else {
         auto* in = g->add_input();
-        in->set_name(v->name());
+        in->set_name(v->name().str());
         if (v->type()) *in->mutable_type() = *v->type();
       }
     }
-    std::map<std::string, size_t> outputs;
+    std::map<std::string, size_t, std::less<>> outputs;
     for (size_t i = 0; i < n->outputs().size(); ++i)
       if (Value* v = n->output(i)) {
-        g->add_output()->set_name(v->name());
-        outputs[v->name()] = i;
+        g->add_output()->set_name(v->name().str());
+        outputs[v->name().str()] = i;
       }
     onnx::ModelProto result;
     try {
@@ -341,7 +341,7 @@ class OpsetRun {
       for (const auto& name : np.output()) outs.push_back(outputs.count(name) ? "" : name);
       if (np.domain() != "" && np.domain() != "ai.onnx")
         fail(ExitCode::Internal, "opset: ONNX's converter gave " + nodeLabel(*n) + " an op of domain " + np.domain());
-      Node* m = rw_.createNode(graph, n, {np.name().empty() ? n->name() : np.name(), np.op_type(), "", inputs, outs});
+      Node* m = rw_.createNode(graph, n, {np.name().empty() ? n->name().str() : np.name(), np.op_type(), "", inputs, outs});
       for (const auto& a : np.attribute()) rw_.setAttribute(m, a);
       for (int j = 0; j < np.output_size(); ++j) {
         auto it = outputs.find(np.output(j));

@@ -59,7 +59,7 @@ Value* intsConstant(StepContext& c, Node* n, const std::vector<int64_t>& values,
   HostTensor t{TP::INT64, {static_cast<int64_t>(values.size())}, {}};
   t.data.resize(values.size() * 8);
   if (!values.empty()) std::memcpy(t.data.data(), values.data(), values.size() * 8);
-  return c.weights.constant(*n->graph(), n, t, (n->name().empty() ? n->opType() : n->name()) + suffix);
+  return c.weights.constant(*n->graph(), n, t, (n->name().empty() ? n->opType() : n->name().str()) + suffix);
 }
 
 // The constant integers at input `i` of n: nullopt when the input is absent, a refusal when not constant.
@@ -93,12 +93,12 @@ void takeOver(StepContext& c, Node* n, Node* last) {
 
 Node* addTaking(StepContext& c, Node* n, const std::string& op, std::vector<Value*> inputs, std::vector<AP> attrs = {}) {
   std::vector<std::string> outs(n->outputs().size());
-  Node* m = c.rw.createNode(*n->graph(), n, {n->name(), op, "", std::move(inputs), std::move(outs)});
+  Node* m = c.rw.createNode(*n->graph(), n, {n->name().str(), op, "", std::move(inputs), std::move(outs)});
   for (auto& a : attrs) c.rw.setAttribute(m, std::move(a));
   return m;
 }
 
-std::string base(const Node& n) { return n.name().empty() ? n.opType() : n.name(); }
+std::string base(const Node& n) { return n.name().empty() ? n.opType() : n.name().str(); }
 
 // Softmax / LogSoftmax / Hardmax 13 -> 11: 13 normalizes along `axis` alone,
 // 11 over the flattened axes from `axis` on. They agree when the axis is the
@@ -279,7 +279,7 @@ StepResult batchNormTo9(Node* n, StepContext& c) {
 // CastLike 15: a Cast to the type of its second input.
 StepResult castLike(Node* n, StepContext& c) {
   int32_t to = elemTypeOf(n->input(1));
-  if (!to) return {{}, "the type of '" + (n->input(1) ? n->input(1)->name() : std::string("?")) + "' is unknown"};
+  if (!to) return {{}, "the type of '" + (n->input(1) ? n->input(1)->name().str() : std::string("?")) + "' is unknown"};
   Node* cast = addTaking(c, n, "Cast", {n->input(0)}, {intAttribute("to", to)});
   takeOver(c, n, cast);
   return {{cast}, ""};

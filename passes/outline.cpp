@@ -144,7 +144,7 @@ class OutlineRun {
       }
       if (called) {
         // The function body is the block: inline it where it stands, outline what came in.
-        std::string prefix = only->name().empty() ? rw_->reserveNodeName(*w.graph, only->opType()) : only->name();
+        std::string prefix = only->name().empty() ? rw_->reserveNodeName(*w.graph, only->opType()) : only->name().str();
         w.block.key = prefix;
         auto result = inlineBody(*rw_, only, called->body(), AttributeEnv::of(*only), prefix);
         w.block.nodes = result.created;
@@ -319,8 +319,8 @@ class OutlineRun {
       used.insert(name);
       return name;
     };
-    auto relative = [&](const std::string& name) {
-      std::string rel = name;
+    auto relative = [&](std::string_view name) {
+      std::string rel(name);
       if (w.scoped && rel.starts_with(b.key)) rel = rel.substr(b.key.size());
       while (!rel.empty() && rel.front() == '/') rel.erase(rel.begin());
       return group.callee + "/" + (rel.empty() ? std::string("value") : rel);
@@ -329,7 +329,7 @@ class OutlineRun {
     std::vector<std::string> inNames, outNames;
     for (size_t i = 0; i < group.paramSlot.size(); ++i) inNames.push_back(unique(group.callee + "/input_" + std::to_string(i)));
     // Subgraphs read outer values by name; the block's own inputs are renamed per slot below.
-    for (const auto& [v, slot] : w.reads.implicit) rename[v->name()] = inNames[group.slotParam[slot]];
+    for (const auto& [v, slot] : w.reads.implicit) rename[v->name().str()] = inNames[group.slotParam[slot]];
     std::unordered_set<const Value*> isOutput(b.outputs.begin(), b.outputs.end());
     std::unordered_map<const Value*, size_t> outIndex;
     for (size_t j = 0; j < b.outputs.size(); ++j) outIndex[b.outputs[j]] = j;
@@ -338,7 +338,7 @@ class OutlineRun {
       for (Value* v : n->outputs()) {
         if (!v) continue;
         std::string name = isOutput.count(v) ? unique(group.callee + "/output_" + std::to_string(outIndex[v])) : unique(relative(v->name()));
-        rename[v->name()] = name;
+        rename[v->name().str()] = name;
         if (isOutput.count(v)) outNames[outIndex[v]] = name;
       }
     std::vector<onnx::NodeProto> nodes;
@@ -362,9 +362,9 @@ class OutlineRun {
         a->set_type(onnx::AttributeProto::INT);
         a->set_i(value);
       }
-      std::string nodeName = relative(n->name().empty() ? n->opType() : n->name());
+      std::string nodeName = relative(n->name().empty() ? std::string_view(n->opType()) : n->name().view());
       for (int dup = 1; nodeNames.count(nodeName); ++dup)
-        nodeName = relative(n->name().empty() ? n->opType() : n->name()) + "_" + std::to_string(dup);
+        nodeName = relative(n->name().empty() ? std::string_view(n->opType()) : n->name().view()) + "_" + std::to_string(dup);
       nodeNames.insert(nodeName);
       p.set_name(nodeName);
       nodes.push_back(std::move(p));

@@ -156,7 +156,7 @@ class PlaceRun {
     nlohmann::json untied = nlohmann::json::object();
     for (Node* n : copies) {
       Value* out = n->output(0);
-      std::string name = out->name(), from = n->input(0)->name();
+      std::string name = out->name().str(), from = n->input(0)->name().str();
       rw_.renameValue(out, name + "/untied");
       Value* own = rw_.addInitializer(g, name, std::make_unique<Tensor>(toTensorProto(readTensor(*n->input(0)->initializer()), name)));
       rw_.replaceAllUsesWith(out, own);

@@ -99,7 +99,7 @@ void ReplaceRun::apply(OpPlan& p) {
     const auto& in = p.inputs[i];
     if (in.kind == ReplaceInput::Kind::Index) inputs.push_back(n->input(in.index));
     else if (in.kind == ReplaceInput::Kind::Missing) inputs.push_back(nullptr);
-    else inputs.push_back(weights_.constant(g, n, in.constant, joinName(n->name().empty() ? p.opType : n->name(), "input_" + std::to_string(i))));
+    else inputs.push_back(weights_.constant(g, n, in.constant, joinName(n->name().empty() ? p.opType : n->name().str(), "input_" + std::to_string(i))));
   }
   noteInputs(*n);
   rw_->setOp(n, p.opType, p.domain);
@@ -188,7 +188,7 @@ void ReplaceRun::applyTemplate(const Function& fn, Node* n) {
           d.set_name(name);
           env.defaults[name] = d;
         }
-  std::string prefix = n->name().empty() ? rw_->reserveNodeName(g, n->opType()) : n->name();
+  std::string prefix = n->name().empty() ? rw_->reserveNodeName(g, n->opType()) : n->name().str();
   erasedByTemplates_.insert(n);  // a node an earlier template created may be replaced in turn
   auto placement = popart::placementOf(*n);
   auto result = inlineBody(*rw_, n, fn.body(), env, prefix);

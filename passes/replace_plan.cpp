@@ -121,7 +121,7 @@ void planOutputs(const Replacement& r, const Node& n, const onnx::OpSchema* sche
                              ? schema->outputs()[std::min(i, schema->outputs().size() - 1)].GetName()
                              : "output_" + std::to_string(i);
     bool required = schema && i < static_cast<size_t>(schema->min_output());
-    p.freshOutputs.push_back(p.outputs[i] < 0 && required ? joinName(n.name().empty() ? p.opType : n.name(), formal) : "");
+    p.freshOutputs.push_back(p.outputs[i] < 0 && required ? joinName(n.name().empty() ? p.opType : n.name().str(), formal) : "");
   }
 }
 

@@ -51,7 +51,7 @@ class SetShapesRun {
     for (const auto& in : g.inputs())
       if (!in.value->isInitializer()) {
         inputs.push_back(in.value);
-        names.push_back(in.value->name());
+        names.push_back(in.value->name().str());
       }
     std::map<Value*, onnx::TypeProto> wanted;
     for (const auto& [name, dims] : options_.inputs) {
@@ -85,7 +85,7 @@ class SetShapesRun {
     }
     std::set<std::string> dimNamesSeen;
     for (Value* v : inputs) {
-      if (options_.inputs.count(v->name())) continue;
+      if (options_.inputs.count(v->name().str())) continue;
       onnx::TypeProto t = declared(g, v);
       if (!t.has_tensor_type() || !t.tensor_type().has_shape()) continue;
       bool changed = false;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "ir/access.h"
 #include "ir/ir.h"
 #include "ir/rewriter.h"
 
@@ -19,6 +20,9 @@ struct Corruptor {
   static ValueList& inputs(Node& n) { return IrAccess::inputs(n); }
   static Graph::NodeList& nodes(Graph& g) { return IrAccess::nodes(g); }
   static void setProducer(Value& v, Node* n, int index) { IrAccess::setProducer(v, n, index); }
+  static void setName(Value& v, Name name) { IrAccess::setName(v, name); }
+  static void setName(Node& n, Name name) { IrAccess::setName(n, name); }
+  static Name makeName(const Graph& g, std::string_view text) { return IrAccess::makeName(g, text); }
   static void addUse(Value* v, Node* n, int index) { Graph::addUse(v, n, index); }
   static void removeUse(Value* v, Node* n, int index) { Graph::removeUse(v, n, index); }
   static Tensor* initializer(Value& v) { return const_cast<Tensor*>(v.initializer()); }

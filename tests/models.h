@@ -20,6 +20,14 @@ Layer <alpha> (x) => (y) {
 }
 )";
 
+// Y = Neg(X): one node, unnamed, to edit.
+inline const char* kNegModel = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (float[2] X) => (float[2] Y) {
+  Y = Neg (X)
+}
+)";
+
 // Moves every initializer's float_data into raw_data (as exporters write it).
 inline void toRawData(onnx::ModelProto& model) {
   for (auto& t : *model.mutable_graph()->mutable_initializer()) {

@@ -93,7 +93,7 @@ std::vector<Block> findBlocks(Graph& g, const SelectorSet& select, std::set<std:
         if (fresh) blocks.push_back({*prefix, {}, {}, {}});
         blocks[it->second].nodes.push_back(n);
       } else {
-        blocks.push_back({n->name(), {n}, {}, {}});
+        blocks.push_back({n->name().str(), {n}, {}, {}});
       }
       break;
     }

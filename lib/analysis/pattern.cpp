@@ -329,7 +329,7 @@ std::vector<Node*> Pattern::apply(Model& model, Rewriter& rw, Graph& g, PatternM
     for (Node* m : b.nodes)
       if (m && m->scratch > last->scratch) last = m;
     auto placement = popart::placementOf(*b.nodes.at(anchor_));
-    std::string prefix = b.nodes.at(anchor_)->name().empty() ? rw.reserveNodeName(g, match_.name()) : b.nodes.at(anchor_)->name();
+    std::string prefix = b.nodes.at(anchor_)->name().empty() ? rw.reserveNodeName(g, match_.name()) : b.nodes.at(anchor_)->name().str();
     std::vector<Value*> ins;
     for (int s : compiled_->formalSlots) ins.push_back(b.values[static_cast<size_t>(s)]);
     std::vector<Value*> outs;

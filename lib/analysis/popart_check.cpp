@@ -90,7 +90,7 @@ std::optional<std::string> constantBytes(const Value* v) {
 }
 
 std::string describe(const std::optional<std::string>& bytes, const Value* v) {
-  if (!bytes) return "'" + (v ? v->name() : std::string("<missing>")) + "' (not a constant)";
+  if (!bytes) return "'" + (v ? v->name().str() : std::string("<missing>")) + "' (not a constant)";
   return "'" + v->name() + "'";
 }
 

@@ -93,8 +93,8 @@ class RuntimeDependence {
     if (v->isGraphInput()) {
       const Graph* g = v->graph();
       const Node* owner = g->parentNode();
-      if (!owner) return v->name();                   // the model's input
-      if (!isCall(*owner)) return v->name();          // a Loop / Scan body's input: a run-time value
+      if (!owner) return v->name().str();                   // the model's input
+      if (!isCall(*owner)) return v->name().str();          // a Loop / Scan body's input: a run-time value
       const auto& formals = g->inputs();
       for (size_t i = 0; i < formals.size(); ++i)
         if (formals[i].value == v) return inputBehind(owner->input(i));

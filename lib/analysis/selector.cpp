@@ -25,8 +25,8 @@ std::optional<std::string>* slotOf(Selector& s, const std::string& key) {
 
 }  // namespace
 
-bool globMatch(const std::string& pattern, const std::string& text, bool crossSlash) {
-  return fnmatch(pattern.c_str(), text.c_str(), crossSlash ? 0 : FNM_PATHNAME) == 0;
+bool globMatch(const std::string& pattern, const char* text, bool crossSlash) {
+  return fnmatch(pattern.c_str(), text, crossSlash ? 0 : FNM_PATHNAME) == 0;
 }
 
 Selector Selector::parse(const std::string& text) {
@@ -104,7 +104,7 @@ void Selector::compile(const std::function<std::string(const char* key)>& whereO
   }
 }
 
-std::optional<std::string> Selector::scopeOf(const std::string& nodeName) const {
+std::optional<std::string> Selector::scopeOf(std::string_view nodeName) const {
   if (!scope) return std::nullopt;
   // Candidate prefixes end at a '/' boundary (or are the whole name). A
   // scope's '*', '?' and brackets never match '/', so a matching prefix holds
@@ -136,8 +136,8 @@ std::optional<std::string> Selector::scopeOf(const std::string& nodeName) const 
   if (slashes < k) return std::nullopt;
   for (size_t end : {afterK, next}) {
     if (end == 0 || end > nodeName.size()) continue;
-    std::string prefix = nodeName.substr(0, end);
-    if (globMatch(*scope, prefix, false)) return prefix;
+    std::string prefix(nodeName.substr(0, end));
+    if (globMatch(*scope, prefix.c_str(), false)) return prefix;
   }
   return std::nullopt;
 }
@@ -148,8 +148,8 @@ bool Selector::matches(const ir::Node& node) const {
     bool both = ir::isDefaultDomain(*domain) && ir::isDefaultDomain(node.domain());
     if (!both && node.domain() != *domain) return false;
   }
-  if (name && !globMatch(*name, node.name(), true)) return false;
-  if (compiledRegex && !std::regex_match(node.name(), *compiledRegex)) return false;
+  if (name && !globMatch(*name, node.name().c_str(), true)) return false;
+  if (compiledRegex && !std::regex_match(node.name().c_str(), *compiledRegex)) return false;
   if (scope && !scopeOf(node.name())) return false;
   return true;
 }

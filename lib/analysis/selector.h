@@ -33,7 +33,7 @@ struct Selector {
   void compile(const std::function<std::string(const char* key)>& whereOf);
   bool matches(const ir::Node& node) const;
   // The scope block a node belongs to (the matched prefix), when `scope` is set.
-  std::optional<std::string> scopeOf(const std::string& nodeName) const;
+  std::optional<std::string> scopeOf(std::string_view nodeName) const;
   std::string str() const;
   // The rule-file form: {"op_type": "Relu", ...}.
   nlohmann::json toJson() const;
@@ -51,6 +51,6 @@ struct SelectorSet {
 };
 
 // fnmatch(3) glob match; `crossSlash` false makes '*' and '?' stop at '/'.
-bool globMatch(const std::string& pattern, const std::string& text, bool crossSlash);
+bool globMatch(const std::string& pattern, const char* text, bool crossSlash);
 
 }  // namespace graphrw

@@ -67,14 +67,14 @@ bool indexed(std::string_view c) {
 }  // namespace
 
 std::string layerOf(const Node& node) {
-  const std::string& name = node.name();
+  const std::string_view name = node.name();
   // The components before the node's own name (a Call's name is its block's scope).
   size_t stop = popart::isCall(node) ? name.size() : name.rfind('/');
   if (stop == std::string::npos) return "";
   for (size_t start = 0; start < stop;) {
     size_t slash = name.find('/', start);
     size_t end = std::min(slash == std::string::npos ? name.size() : slash, stop);
-    if (indexed(std::string_view(name).substr(start, end - start))) return name.substr(0, end);
+    if (indexed(name.substr(start, end - start))) return std::string(name.substr(0, end));
     if (slash == std::string::npos) break;
     start = slash + 1;
   }

@@ -167,7 +167,7 @@ std::optional<Value*> WeightFolder::streamConcat(Node& n) {
   for (uint64_t o = 0; o < outer; ++o)
     for (size_t i = 0; i < cursors.size(); ++i) cursors[i].take(rows[i], *pieces);
   Value* out = n.output(0);
-  std::string name = out->name();
+  std::string name = out->name().str();
   rw_.renameValue(out, name + "/folded");
   created_++;
   return rw_.addInitializer(*n.graph(), name, std::make_unique<Tensor>(toTensorProto(meta, name), std::move(pieces)));
@@ -201,7 +201,7 @@ bool WeightFolder::evaluateInto(Node& n, std::vector<Value*>& results) {
       results.push_back(nullptr);
       continue;
     }
-    std::string name = out->name();
+    std::string name = out->name().str();
     rw_.renameValue(out, name + "/folded");
     results.push_back(constant(*n.graph(), &n, (*outs)[i], name));
     if ((*outs)[i].data.size() <= kSpillBytes) hostCache_.emplace(results.back(), std::move((*outs)[i]));

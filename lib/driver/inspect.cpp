@@ -47,7 +47,7 @@ Counts countNodes(const Model& model, const Graph& g) {
     for (auto [key, counts] : {std::pair{"__pipeline_stage", &c.perStage}, {"__ipu_number", &c.perIpu}})
       if (const Attribute* a = n->attribute(key); a && a->type() == onnx::AttributeProto::INT) (*counts)[a->proto().i()]++;
     if (popart::isCheckpoint(*n))
-      c.checkpoints.push_back({{"node", n->name()}, {"value", n->input(0) ? n->input(0)->name() : ""}});
+      c.checkpoints.push_back({{"node", n->name().str()}, {"value", n->input(0) ? n->input(0)->name().str() : ""}});
     else if (popart::recomputeType(*n) == popart::kRecompute)
       c.recompute++;
   }
@@ -89,7 +89,7 @@ class GraphLister {
             visit(*sub, "callee", calleeName);
             entries[callees_[calleeName]].calls = 1;
           } else {
-            visit(*sub, "subgraph", (n->name().empty() ? n->opType() : n->name()) + "/" + a.name());
+            visit(*sub, "subgraph", (n->name().empty() ? n->opType() : n->name().str()) + "/" + a.name());
           }
         }
       }

@@ -152,9 +152,9 @@ class ProtoBuilder {
            t.dataType() != onnx::TensorProto::STRING;
   }
 
-  void tensor(const Tensor& t, onnx::TensorProto& out, const std::string& name) {
+  void tensor(const Tensor& t, onnx::TensorProto& out, std::string_view name) {
     out = t.proto();
-    if (out.name() != name && !(name.empty() && !out.has_name())) out.set_name(name);
+    if (out.name() != name && !(name.empty() && !out.has_name())) out.set_name(std::string(name));
     if (t.isExternal()) {
       if (materialize_) return;
       bool keep = options_.external == ExternalMode::Keep && !relocate_;
@@ -195,11 +195,11 @@ class ProtoBuilder {
   void node(const Node& n, onnx::NodeProto& out) {
     if (n.hasResidual()) out = n.residual();
     uint8_t p = n.presence();
-    if (!n.name().empty() || (p & Node::kName)) out.set_name(n.name());
+    if (!n.name().empty() || (p & Node::kName)) out.set_name(n.name().str());
     if (!n.opType().empty() || (p & Node::kOpType)) out.set_op_type(n.opType());
     if (!n.domain().empty() || (p & Node::kDomain)) out.set_domain(n.domain());
-    for (const Value* v : n.inputs()) out.add_input(v ? v->name() : std::string());
-    for (const Value* v : n.outputs()) out.add_output(v ? v->name() : std::string());
+    for (const Value* v : n.inputs()) out.add_input(v ? v->name().str() : std::string());
+    for (const Value* v : n.outputs()) out.add_output(v ? v->name().str() : std::string());
     for (const auto& a : n.attributes()) attribute(a, *out.add_attribute());
     if (!n.overload().empty()) addSorted(out.mutable_unknown_fields(), {{kNodeOverload, n.overload()}});
   }
@@ -207,7 +207,7 @@ class ProtoBuilder {
   static void valueInfo(const ValueInfo& vi, onnx::ValueInfoProto& out) {
     if (vi.rest()) out = *vi.rest();
     else out.Clear();
-    out.set_name(vi.value->name());
+    out.set_name(vi.value->name().str());
     if (vi.type()) *out.mutable_type() = *vi.type();
   }
 
@@ -223,7 +223,7 @@ class ProtoBuilder {
     for (const auto& sp : g.sparseInitializers()) {
       auto* s = out.add_sparse_initializer();
       *s = sp.proto;
-      if (s->values().name() != sp.value->name()) s->mutable_values()->set_name(sp.value->name());
+      if (s->values().name() != sp.value->name()) s->mutable_values()->set_name(sp.value->name().str());
     }
     for (const auto& vi : g.inputs()) valueInfo(vi, *out.add_input());
     for (const auto& vi : g.outputs()) valueInfo(vi, *out.add_output());
@@ -237,8 +237,8 @@ class ProtoBuilder {
     if (!key.name.empty() || f.residual().has_name()) out.set_name(key.name);
     if (!key.domain.empty() || f.residual().has_domain()) out.set_domain(key.domain);
     const Graph& body = f.body();
-    for (const auto& vi : body.inputs()) out.add_input(vi.value->name());
-    for (const auto& vi : body.outputs()) out.add_output(vi.value->name());
+    for (const auto& vi : body.inputs()) out.add_input(vi.value->name().str());
+    for (const auto& vi : body.outputs()) out.add_output(vi.value->name().str());
     for (const auto& n : body.nodes()) node(*n, *out.add_node());
     std::vector<std::pair<int, std::string>> extra;
     for (const auto& vi : body.valueInfo()) {

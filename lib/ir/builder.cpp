@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "ir/access.h"
 #include "ir/attribute_interner.h"
 #include "ir/verifier.h"
 #include "support/error.h"
@@ -88,7 +89,7 @@ class Builder {
     std::string overload;
     if (!np.unknown_fields().empty())
       for (auto& o : wire::lenFields(np.unknown_fields(), kNodeOverload)) overload = o;
-    IrAccess::setIdentity(*n, np.name(), np.op_type(), np.domain(), std::move(overload));
+    IrAccess::setIdentity(*n, IrAccess::makeName(g, np.name()), np.op_type(), np.domain(), std::move(overload));
     n->setPresence(static_cast<uint8_t>((np.has_name() ? Node::kName : 0) | (np.has_op_type() ? Node::kOpType : 0) |
                                         (np.has_domain() ? Node::kDomain : 0)));
     Node* raw = g.appendNode(std::move(n));

@@ -1,5 +1,6 @@
 #include "ir/inliner.h"
 
+#include "ir/access.h"
 #include "ir/attribute_interner.h"
 #include "support/error.h"
 
@@ -7,10 +8,11 @@ namespace graphrw {
 
 using namespace ir;
 
-std::string joinName(const std::string& prefix, const std::string& name) {
-  if (prefix.empty()) return name;
-  if (!name.empty() && name.front() == '/') return prefix + name;
-  return prefix + "/" + name;
+std::string joinName(std::string_view prefix, std::string_view name) {
+  if (prefix.empty()) return std::string(name);
+  std::string joined(prefix);
+  if (name.empty() || name.front() != '/') joined += '/';
+  return joined.append(name);
 }
 
 AttributeEnv AttributeEnv::of(const Node& call) {
@@ -42,7 +44,7 @@ class ir::InlineCopier {
   // A copy of `src` in `target` before `before`; outputs bound in `bound` are adopted.
   Node* node(const Node& src, Graph& target, const Node* before, const std::map<const Value*, Value*>& bound) {
     Rewriter::NodeSpec spec;
-    spec.name = joinName(prefix_, src.name().empty() ? src.opType() : src.name());
+    spec.name = joinName(prefix_, src.name().empty() ? std::string_view(src.opType()) : src.name().view());
     spec.opType = src.opType();
     spec.domain = src.domain();
     for (const Value* in : src.inputs()) spec.inputs.push_back(mapped(in));

@@ -35,6 +35,6 @@ InlineResult inlineBody(ir::Rewriter& rw, ir::Node* call, const ir::Graph& body,
                         const std::string& prefix);
 
 // `<prefix>/<name>`, without doubling a '/' that `name` starts with.
-std::string joinName(const std::string& prefix, const std::string& name);
+std::string joinName(std::string_view prefix, std::string_view name);
 
 }  // namespace graphrw

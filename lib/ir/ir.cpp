@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cstring>
 
+#include "ir/access.h"
 #include "ir/attribute_interner.h"
 #include "support/error.h"
 #include "support/external_data.h"
@@ -117,17 +118,17 @@ void append(std::vector<std::unique_ptr<Value>>& values, std::unique_ptr<Value> 
 }
 }  // namespace
 
-Value* Graph::addValue(const std::string& name) {
+Value* Graph::addValue(std::string_view name) {
   auto value = newValue();
-  IrAccess::setName(*value, name);
-  if (!admit(value.get())) badInput("value '" + name + "' is defined twice");
+  IrAccess::setName(*value, IrAccess::makeName(*this, name));
+  if (!admit(value.get())) badInput("value '" + value->name() + "' is defined twice");
   names_->insert(name);
   return keep(std::move(value));
 }
 
-Value* Graph::addFreshValue(const std::string& base) {
+Value* Graph::addFreshValue(std::string_view base) {
   auto value = newValue();
-  IrAccess::setName(*value, names_->fresh(base));  // reserved in the table by fresh()
+  IrAccess::setName(*value, IrAccess::makeName(*this, names_->fresh(base)));  // reserved in the table by fresh()
   if (!admit(value.get())) fail(ExitCode::Internal, "fresh name '" + value->name() + "' is in use");
   return keep(std::move(value));
 }
@@ -158,7 +159,7 @@ void Graph::reserveMore(size_t values, size_t nodes) {
 onnx::ValueInfoProto ValueInfo::proto() const {
   onnx::ValueInfoProto p;
   if (rest_) p = *rest_;
-  p.set_name(value->name());
+  p.set_name(value->name().str());
   if (type_) *p.mutable_type() = *type_;
   return p;
 }
@@ -263,7 +264,7 @@ void Graph::eraseValue(Value* v) {
   values_.pop_back();
   if (!v->hasValueInfo_) return;
   // Kept alive (so no new value takes its address) until its entry is dropped.
-  std::string().swap(v->name_);
+  v->name_ = Name();
   v->slot_ = kRetired;
   retired_.push_back(std::move(gone));
   if (retired_.size() >= std::max<size_t>(64, valueInfo_.size() / 16)) dropRetiredEntries();

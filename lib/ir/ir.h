@@ -26,6 +26,7 @@
 #include "support/owning_list.h"
 #include "support/small_vector.h"
 #include "ir/attribute_storage.h"
+#include "ir/name.h"
 #include "ir/tensor.h"
 #include "ir/symbols.h"
 #include "ir/value_info.h"
@@ -48,7 +49,7 @@ using UseList = SmallVector<Use, 1>;
 
 class Value final {
  public:
-  const std::string& name() const { return name_; }
+  Name name() const { return name_; }
   Graph* graph() const { return graph_; }
   Node* producer() const { return producer_; }
   int producerIndex() const { return producerIndex_; }
@@ -65,7 +66,7 @@ class Value final {
   // The best type known: from value_info, the graph input/output, or the initializer.
   const onnx::TypeProto* type() const { return type_; }
 
-  // From a pool of 96-byte blocks (support/fixed_pool.h): no allocator header each.
+  // From a pool of 72-byte blocks (support/fixed_pool.h): no allocator header each.
   static void* operator new(size_t size);
   static void operator delete(void* p, size_t size) noexcept;
 
@@ -74,12 +75,12 @@ class Value final {
   GRAPHRW_IR_EDITORS;
   // The model's one copy of this type (Model::internType).
   void setType(onnx::TypeProto type);
-  // 96 bytes (symbols.cpp checks): indexes, counts and flags take 32 bits
+  // 72 bytes (symbols.cpp checks): indexes, counts and flags take 32 bits
   // each; an initializer is found through its index in the graph's list (a
   // pointer in every value cost 8 MB a million values, most of them not weights).
   static constexpr uint32_t kNoInitializer = UINT32_MAX;
   static constexpr uint32_t kMaxGraphOutputs = (1u << 29) - 1;
-  std::string name_;
+  Name name_;
   Graph* graph_ = nullptr;
   Node* producer_ = nullptr;
   UseList uses_;
@@ -128,7 +129,7 @@ struct Attribute {
 // ---------------------------------------------------------------------------
 class Node final {
  public:
-  const std::string& name() const { return name_; }
+  Name name() const { return name_; }
   const std::string& opType() const { return *op_->opType; }
   const std::string& domain() const { return *op_->domain; }
   const std::string& overload() const { return *op_->overload; }
@@ -162,7 +163,7 @@ class Node final {
   enum Presence : uint8_t { kName = 1, kOpType = 2, kDomain = 4 };
   uint8_t presence() const { return static_cast<uint8_t>(presence_); }
 
-  // From a pool of 152-byte blocks (support/fixed_pool.h): no allocator header each.
+  // From a pool of 128-byte blocks (support/fixed_pool.h): no allocator header each.
   static void* operator new(size_t size);
   static void operator delete(void* p, size_t size) noexcept;
 
@@ -175,7 +176,7 @@ class Node final {
   }
   void setPresence(uint8_t p) { presence_ = p; }
   Attribute* mutableAttribute(std::string_view name);
-  std::string name_;
+  Name name_;
   const OpSymbol* op_ = &internOp({}, {}, {});  // a graph has few distinct ones
   ValueList inputs_, outputs_;
   AttributeList attrs_;
@@ -263,9 +264,9 @@ class Graph {
   NameTable& mutableNames() const { return *names_; }
   NameTable& mutableNodeNames() const { return *nodeNames_; }
   // Building blocks used by the builder and the rewriter; passes use the Rewriter.
-  Value* addValue(const std::string& name);  // registers the name; throws if taken in this scope
+  Value* addValue(std::string_view name);  // registers the name; throws if taken in this scope
   // A value named `base`, or `base_N` when taken: unique in the scope's name table.
-  Value* addFreshValue(const std::string& base);
+  Value* addFreshValue(std::string_view base);
   void reserve(size_t values);
   // Room for about this many more values and nodes (a pass that knows it will grow the graph).
   void reserveMore(size_t values, size_t nodes);
@@ -401,6 +402,7 @@ class Model {
   // The main graph's scope (its subgraphs included): read here, changed by the Rewriter.
   const NameTable& valueNames() const { return names_; }
   const NameTable& nodeNames() const { return nodeNames_; }
+  const NameArena& nameText() const { return nameText_; }  // every node's and value's name (ir/name.h)
   // Lets the name tables of the model and its functions go (a million-node
   // graph's are about 20 MB); the next query rebuilds them from the IR.
   void releaseNameTables() const;
@@ -418,6 +420,7 @@ class Model {
   Function* addFunction(std::unique_ptr<Function> fn);
   void removeFunction(const Function* fn);
   void setExternalFiles(std::shared_ptr<ExternalFiles> files) { external_ = std::move(files); }
+  NameArena nameText_;  // every node's and value's name: first, so it goes last
   onnx::ModelProto residual_;
   mutable NameTable names_, nodeNames_;
   std::unique_ptr<Graph> graph_;
@@ -438,47 +441,6 @@ class Model {
   FlatStringMap<std::string, std::unique_ptr<const onnx::TypeProto>> types_;
   FlatStringMap<std::string, std::unique_ptr<const onnx::GraphProto>> graphResiduals_;
   std::string internKey_;  // reused serialization buffer
-};
-
-// Construction-level access for the builder, the rewriter and the inliner
-// only (private, with those as friends); passes edit through ir::Rewriter.
-class IrAccess {
-  friend class Graph;
-  friend class Builder;
-  friend class Rewriter;
-  friend class InlineCopier;
-  GRAPHRW_IR_TEST_FRIEND;
-  static void setIdentity(Node& n, std::string name, std::string opType, std::string domain, std::string overload) {
-    n.name_ = std::move(name);
-    n.op_ = &internOp(opType, domain, overload);
-  }
-  static void setName(Node& n, std::string name) { n.name_ = std::move(name); }
-  static uint32_t createdBy(const Node& n) { return n.createdBy_; }
-  static void setCreatedBy(Node& n, uint32_t stamp) { n.createdBy_ = stamp & 0xffffff; }
-  static void setOp(Node& n, std::string opType, std::string domain) {
-    n.op_ = &internOp(opType, domain, *n.op_->overload);
-  }
-  static ValueList& inputs(Node& n) { return n.inputs_; }
-  static ValueList& outputs(Node& n) { return n.outputs_; }
-  static void setProducer(Value& v, Node* n, int index) {
-    v.producer_ = n;
-    v.producerIndex_ = index;
-  }
-  static void setName(Value& v, std::string name) { v.name_ = std::move(name); }
-  static void place(Value& v, Graph* g, size_t slot) {
-    v.graph_ = g;
-    if (slot > UINT32_MAX) throw std::length_error("more than 2^32 values in one graph");
-    v.slot_ = static_cast<uint32_t>(slot);
-  }
-  static void unindexValue(Graph& g, std::string_view name) { g.indexErase(name); }
-  static void indexValue(Graph& g, Value* v) { g.indexInsert(v); }
-  static std::vector<ValueInfo>& inputs(Graph& g) { return g.inputs_; }
-  static std::vector<ValueInfo>& outputs(Graph& g) { return g.outputs_; }
-  static Graph::NodeList& nodes(Graph& g) { return g.nodes_; }
-  static std::unique_ptr<Node> newNode() { return std::unique_ptr<Node>(new Node()); }
-  static FunctionKey& key(Function& f) { return f.key_; }
-  static Node::AttributeList& attributes(Node& n) { return n.attrs_; }
-  static AttributeInterner& attributeInterner(Model& m) { return *m.attributes_; }
 };
 
 // Shorthand for "domain::op" with the default domain shown as "ai.onnx".

@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "ir/access.h"
 #include "ir/builder.h"
 #include "support/error.h"
 
@@ -59,7 +60,7 @@ bool Rewriter::createdHere(const Node* n) const {
 Node* Rewriter::createNode(Graph& g, const Node* before, NodeSpec spec) {
   auto owned = IrAccess::newNode();
   std::string name = spec.name.empty() ? std::string() : g.mutableNodeNames().fresh(spec.name);
-  IrAccess::setIdentity(*owned, std::move(name), std::move(spec.opType), std::move(spec.domain), "");
+  IrAccess::setIdentity(*owned, IrAccess::makeName(g, name), spec.opType, spec.domain, "");
   auto where = before ? g.position(before) : g.nodes().end();
   Node* n = g.insertNode(where, std::move(owned));
   auto& inputs = IrAccess::inputs(*n);
@@ -310,7 +311,7 @@ std::string Rewriter::renameValue(Value* v, const std::string& wanted) {
   std::string name = g->mutableNames().fresh(wanted);
   IrAccess::unindexValue(*g, v->name());
   g->mutableNames().erase(v->name());
-  IrAccess::setName(*v, name);
+  IrAccess::setName(*v, IrAccess::makeName(*g, name));
   IrAccess::indexValue(*g, v);
   counts_.valuesRenamed++;
   return name;
@@ -363,7 +364,7 @@ std::string Rewriter::renameNode(Node* n, const std::string& wanted) {
   Graph* g = n->graph();
   if (!n->name().empty()) g->mutableNodeNames().erase(n->name());
   std::string name = g->mutableNodeNames().fresh(wanted);
-  IrAccess::setName(*n, name);
+  IrAccess::setName(*n, IrAccess::makeName(*g, name));
   markChanged(n);
   return name;
 }
@@ -404,7 +405,7 @@ void Rewriter::declareType(Graph& g, Value* v, onnx::TypeProto type) {
 
 Value* Rewriter::addInitializer(Graph& g, const std::string& name, std::unique_ptr<Tensor> tensor) {
   Value* v = g.addFreshValue(name);
-  tensor->mutableProto().set_name(v->name());
+  tensor->mutableProto().set_name(v->name().str());
   g.addInitializer(v, std::move(tensor));
   counts_.initializersAdded++;
   return v;
@@ -412,7 +413,7 @@ Value* Rewriter::addInitializer(Graph& g, const std::string& name, std::unique_p
 
 void Rewriter::makeDense(Value* v, std::unique_ptr<Tensor> tensor) {
   if (!v->isSparseInitializer()) fail(ExitCode::Internal, "makeDense: '" + v->name() + "' is not a sparse initializer");
-  tensor->mutableProto().set_name(v->name());
+  tensor->mutableProto().set_name(v->name().str());
   v->graph()->makeDense(v, std::move(tensor));
   counts_.initializersAdded++;
 }

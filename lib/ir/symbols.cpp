@@ -48,8 +48,8 @@ const OpSymbol& internOp(std::string_view opType, std::string_view domain, std::
 
 // Nodes and values come from pools of their exact size (no allocator header):
 // keep them small, they are a million-node graph's largest part.
-static_assert(sizeof(Value) <= 96, "Value stays 96 bytes");
-static_assert(sizeof(Node) <= 152, "Node stays 152 bytes");
+static_assert(sizeof(Value) <= 72, "Value stays 72 bytes");
+static_assert(sizeof(Node) <= 128, "Node stays 128 bytes");
 using ValuePool = FixedPool<sizeof(Value)>;
 using NodePool = FixedPool<sizeof(Node)>;
 

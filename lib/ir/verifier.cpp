@@ -27,7 +27,25 @@ std::vector<Finding> verifyGraph(const Graph& g, const std::string& where) {
   auto report = [&](std::string msg) { findings.push_back({where, std::move(msg)}); };
 
   std::unordered_set<const Value*> defined;
-  std::unordered_set<std::string> names;
+  std::unordered_set<std::string_view> names;  // in the model's NameArena
+  // A name is a handle into its model's arena (ir/name.h): one into another
+  // model's would dangle once that model goes, so its text is not read here.
+  const NameArena& arena = g.model()->nameText();
+  bool foreign = false;
+  for (size_t i = 0; i < g.values().size(); ++i)
+    if (!arena.owns(g.values()[i]->name())) {
+      report("value " + std::to_string(i) + " holds a name from outside its model");
+      foreign = true;
+    }
+  size_t k = 0;
+  for (const auto& n : g.nodes()) {
+    if (!arena.owns(n->name())) {
+      report("node " + std::to_string(k) + " holds a name from outside its model");
+      foreign = true;
+    }
+    ++k;
+  }
+  if (foreign) return findings;
   for (const auto& v : g.values()) {
     if (v->graph() != &g) report("value '" + v->name() + "' is listed in a graph it does not belong to");
     if (!names.insert(v->name()).second) report("value name '" + v->name() + "' is used twice in one scope");

@@ -22,15 +22,15 @@ class NameTable {
   void setFiller(std::function<void(NameTable&)> filler) { filler_ = std::move(filler); }
   bool built() const { return built_; }
 
-  bool contains(const std::string& name) const {
+  bool contains(std::string_view name) const {
     ensure();
     return names_.count(hashOf(name)) > 0;
   }
   // Records one more holder of a name (nothing to do before the table is built).
-  void insert(const std::string& name) {
+  void insert(std::string_view name) {
     if (built_) fill(name);
   }
-  void erase(const std::string& name) {
+  void erase(std::string_view name) {
     if (!built_) return;
     names_.remove(hashOf(name));
   }
@@ -55,13 +55,13 @@ class NameTable {
 
   // `base` itself when free, else `base_1`, `base_2`, ... The counter per base
   // makes repeated requests for one base O(1) amortised, not a scan.
-  std::string fresh(const std::string& base) {
+  std::string fresh(std::string_view base) {
     ensure();
-    if (names_.add(hashOf(base)) == 0) return base;
+    if (names_.add(hashOf(base)) == 0) return std::string(base);
     names_.remove(hashOf(base));
     uint32_t* next = counters_.emplace(base, 0).first;  // stable: only names_ changes below
     for (;;) {
-      std::string candidate = base + "_" + std::to_string(++*next);
+      std::string candidate = std::string(base).append("_").append(std::to_string(++*next));
       uint64_t h = hashOf(candidate);
       if (names_.add(h) == 0) return candidate;
       names_.remove(h);
@@ -76,7 +76,7 @@ class NameTable {
     if (filler_) filler_(const_cast<NameTable&>(*this));
     names_.reserve(withRoom(names_.size()));
   }
-  void fill(const std::string& name) { names_.add(hashOf(name)); }
+  void fill(std::string_view name) { names_.add(hashOf(name)); }
   // Room for an eighth more names than `n` before a rebuild: the filler
   // reserves it up front (reserving twice the names after filling held the
   // filled table and one twice its size at once: 35 MB at 1.1M names).
@@ -92,7 +92,7 @@ class NameTable {
 // Used by fillers: inserts while the table is being built.
 class NameFiller {
  public:
-  static void add(NameTable& t, const std::string& name) { t.fill(name); }
+  static void add(NameTable& t, std::string_view name) { t.fill(name); }
   static void reserve(NameTable& t, size_t n) { t.names_.reserve(NameTable::withRoom(n)); }
 };
 

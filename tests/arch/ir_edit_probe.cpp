@@ -7,6 +7,7 @@
 #include <string>
 
 #include "analysis/pass.h"
+#include "ir/access.h"
 #include "ir/ir.h"
 #include "ir/rewriter.h"
 

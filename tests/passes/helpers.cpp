@@ -28,7 +28,7 @@ SelectorSet sel(const std::string& text) { return SelectorSet{{Selector::parse(t
 
 std::vector<std::string> nodeNames(const Graph& g) {
   std::vector<std::string> names;
-  for (const auto& n : g.nodes()) names.push_back(n->name());
+  for (const auto& n : g.nodes()) names.push_back(n->name().str());
   return names;
 }
 

@@ -330,7 +330,7 @@ F (x) => (y) {
   Graph& g = model->graph();
   CHECK(nodeNames(g) == std::vector<std::string>{"", "c/neg", "c/Relu", "c/neg_1", "c/Relu_1"});
   std::set<std::string> values;
-  for (const auto& v : g.values()) CHECK(values.insert(v->name()).second);
+  for (const auto& v : g.values()) CHECK(values.insert(v->name().str()).second);
   CHECK(g.findLocal("c/t_1"));
   CHECK(g.findLocal("Y")->producer()->name() == "c/Relu_1");
   CHECK(g.inputs()[0].value->name() == "X");

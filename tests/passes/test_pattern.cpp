@@ -223,7 +223,7 @@ TEST_CASE("seed case 10: examples/ipu-bert-pretraining.rules.json on a 4-layer B
   // Each layer's Call on its own stage and IPU, its callee's ops with it.
   for (const auto& n : model->graph().nodes()) {
     if (n->opType() != "Call") continue;
-    int64_t layer = n->name().back() - '0';
+    int64_t layer = n->name().view().back() - '0';
     CHECK(n->attribute("__pipeline_stage")->proto().i() == layer);
     CHECK(n->attribute("__ipu_number")->proto().i() == layer);
     for (const auto& inner : n->attribute("callee")->g()->nodes()) CHECK(inner->attribute("__ipu_number")->proto().i() == layer);

@@ -77,8 +77,8 @@ TEST_CASE("place: matched nodes in their stage, the rest following the data, ide
       {"/const", {0, 0}}, {"/l0/mul", {0, 0}}, {"/l0/relu", {0, 0}}, {"/l1/tanh", {1, 1}}, {"/head/sigmoid", {1, 1}}};
   for (const auto& n : m->graph().nodes()) {
     INFO(n->name());
-    CHECK(intAttr(*n, "__pipeline_stage") == want[n->name()].first);
-    CHECK(intAttr(*n, "__ipu_number") == want[n->name()].second);
+    CHECK(intAttr(*n, "__pipeline_stage") == want[n->name().str()].first);
+    CHECK(intAttr(*n, "__ipu_number") == want[n->name().str()].second);
   }
   CHECK(report["nodes_per_stage"]["0"] == 3);
   CHECK(report["nodes_per_ipu"]["1"] == 2);

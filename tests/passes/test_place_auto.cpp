@@ -65,7 +65,7 @@ void checkTwelveLayersOnFourIpus(const TiedExport& e) {
     const auto* stage = n->attribute("__pipeline_stage");
     REQUIRE(ipu);
     REQUIRE(stage);
-    if (int layer = layerNumber(n->name(), e.layerScope); layer >= 0) layersPerIpu[ipu->proto().i()].insert(layer);
+    if (int layer = layerNumber(n->name().str(), e.layerScope); layer >= 0) layersPerIpu[ipu->proto().i()].insert(layer);
     if (firstPin.matches(*n)) {
       ++pinnedFirst;
       CHECK(stage->proto().i() == 0);

@@ -111,12 +111,7 @@ main (float[4] X) => (float[4] Y) {
 }
 
 TEST_CASE("rewriter attribute edits: tensors and subgraphs built as the loader builds them, renames", "[rewriter]") {
-  auto model = loadModel(test::parseModel(R"(
-<ir_version: 8, opset_import: ["" : 17]>
-main (float[2] X) => (float[2] Y) {
-  Y = Neg (X)
-}
-)"));
+  auto model = loadModel(test::parseModel(test::kNegModel));
   Graph& g = model->graph();
   Rewriter rw(*model);
   Node* neg = g.nodes().front().get();

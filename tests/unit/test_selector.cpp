@@ -28,7 +28,7 @@ std::vector<std::string> matching(ir::Model& m, const std::string& sel) {
   auto s = Selector::parse(sel);
   std::vector<std::string> out;
   for (const auto& n : m.graph().nodes())
-    if (s.matches(*n)) out.push_back(n->name());
+    if (s.matches(*n)) out.push_back(n->name().str());
   return out;
 }
 

@@ -54,7 +54,7 @@ g (float[2,3,4] a, float[4,5] b, float[6,4] ga, float[6,7] gb, float[1,3,8,8] x,
   ir::Rewriter rw(*model);
   inferMissingTypes(rw);
   std::map<std::string, std::optional<uint64_t>> flops;
-  for (const auto& n : model->graph().nodes()) flops[n->output(0)->name()] = stage_cost::nodeFlops(*n);
+  for (const auto& n : model->graph().nodes()) flops[n->output(0)->name().str()] = stage_cost::nodeFlops(*n);
   CHECK(flops["m"] == 2u * 4 * (2 * 3 * 5));      // K = 4 per output element
   CHECK(flops["gm"] == 2u * 6 * (4 * 7));         // transA: K is A's first dimension
   CHECK(flops["c"] == 2u * (3 * 9) * (16 * 64));  // C_in * kernel per output element

@@ -10,6 +10,7 @@
 #include "ir/ir.h"
 #include "ir/rewriter.h"
 #include "ir/verifier.h"
+#include "models.h"
 #include "support.h"
 
 using namespace graphrw;
@@ -17,17 +18,12 @@ using namespace graphrw;
 namespace {
 std::vector<std::string> initializerNames(const ir::Graph& g) {
   std::vector<std::string> names;
-  for (const auto& init : g.initializers()) names.push_back(init.value->name());
+  for (const auto& init : g.initializers()) names.push_back(init.value->name().str());
   return names;
 }
 // Y = Neg(X): a graph to grow value by value.
 std::unique_ptr<ir::Model> oneNeg() {
-  return loadModel(test::parseModel(R"(
-<ir_version: 8, opset_import: ["" : 17]>
-main (float[2] X) => (float[2] Y) {
-  Y = Neg (X)
-}
-)"));
+  return loadModel(test::parseModel(test::kNegModel));
 }
 }  // namespace
 
@@ -67,9 +63,10 @@ main (float[2] X) => (float[2] Y) <float[2] A = {1, 1}, float[2] B = {2, 2}, flo
   CHECK(initializerNames(g) == std::vector<std::string>{"A", "C", "D", "E"});
 }
 
-TEST_CASE("a value is 96 bytes", "[value_layout]") {
-  // A million-value graph: each 8 bytes is 8 MB.
-  STATIC_REQUIRE(sizeof(ir::Value) == 96);
+TEST_CASE("a value is 72 bytes and a node 128", "[value_layout]") {
+  // A million-value graph: each 8 bytes is 8 MB. Names are 8-byte handles (ir/name.h).
+  STATIC_REQUIRE(sizeof(ir::Value) == 72);
+  STATIC_REQUIRE(sizeof(ir::Node) == 128);
 }
 
 // A value_info entry holds the model's interned type, not a TypeProto of its
@@ -176,7 +173,7 @@ TEST_CASE("values are found by name in small graphs and after their index is bui
   for (int i = 10; i < 60; ++i) add(i);
   for (ir::Value* v : made) CHECK(g.findLocal(v->name()) == v);
   CHECK(g.findLocal("X") == x);
-  const std::string old40 = made[40]->name(), old20 = made[20]->name();
+  const std::string old40 = made[40]->name().str(), old20 = made[20]->name().str();
   CHECK(rw.renameValue(made[40], "renamed40") == "renamed40");
   CHECK(g.findLocal("renamed40") == made[40]);
   CHECK(g.findLocal(old40) == nullptr);
@@ -215,7 +212,7 @@ TEST_CASE("value_info entries of erased values are gone at every read, across sw
   }
   auto live = [&] {
     std::vector<std::string> names;
-    for (const auto& e : g.valueInfo()) names.push_back(e.value->name());
+    for (const auto& e : g.valueInfo()) names.push_back(e.value->name().str());
     return names;
   };
   std::vector<std::string> expected;

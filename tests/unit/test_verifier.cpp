@@ -58,6 +58,18 @@ TEST_CASE("the verifier reports what passes must not break", "[verifier]") {
     Corrupt::addUse(inner, matmul, 0);
     CHECK(mentions(verify(*model), "scope it cannot see"));
   }
+  SECTION("a name from another model's arena") {
+    auto other = loadModel(test::parseModel(test::kSmallModel));
+    CHECK(verify(*model).empty());
+    Value* h = g.findLocal("H");
+    const Name own = h->name();
+    Corrupt::setName(*h, other->graph().findLocal("H")->name());  // equal text, the other model's arena
+    CHECK(mentions(verify(*model), "value 2 holds a name from outside its model"));
+    Corrupt::setName(*h, own);
+    CHECK(verify(*model).empty());
+    Corrupt::setName(*matmul, Corrupt::makeName(other->graph(), "m"));
+    CHECK(mentions(verify(*model), "node 0 holds a name from outside its model"));
+  }
 }
 
 TEST_CASE("findCycle names the nodes of a cycle", "[verifier]") {
