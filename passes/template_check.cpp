@@ -24,7 +24,13 @@ std::string label(const onnx::NodeProto& n) {
   return "template node " + (n.name().empty() ? op : "'" + n.name() + "' (" + op + ")");
 }
 
-std::string shown(const std::string& name) { return name.size() > 64 ? name.substr(0, 64) + "..." : name; }
+std::string shown(const std::string& name) {
+  if (name.size() <= 64) return name;
+  std::string head;
+  head.reserve(67);
+  head.append(name, 0, 64).append("...");
+  return head;
+}
 
 // The op names of a domain that exist at `version`, for a suggestion.
 std::vector<std::string> opsOf(const std::string& domain, int version) {

@@ -37,10 +37,11 @@ struct RunArgs {
 
 // "rules/expand-bert.rules.json" -> "expand-bert"
 std::string rulesTag(const std::string& rulesPath) {
-  std::string name = fs::path(rulesPath).filename().string();
+  std::string file = fs::path(rulesPath).filename().string();
+  std::string_view name = file;
   for (std::string_view ext : {".json", ".rules"})
-    if (name.size() > ext.size() && name.ends_with(ext)) name.resize(name.size() - ext.size());
-  return name.empty() ? "rewritten" : name;
+    if (name.size() > ext.size() && name.ends_with(ext)) name.remove_suffix(ext.size());
+  return name.empty() ? "rewritten" : std::string(name);
 }
 
 // Every input of the whole list (before sharding, so that every shard of one

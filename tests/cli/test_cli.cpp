@@ -279,7 +279,10 @@ std::vector<fs::path> batchInputs(const graphrw::test::TempDir& dir) {
   std::vector<fs::path> inputs;
   for (int i = 1; i <= 5; ++i) {
     fs::path p = dir / "in" / ("m" + std::to_string(i) + ".onnx");
-    auto r = run(std::string(GRAPHRW_GEN_BERT) + " -o " + q(p) + " --layers 1 --hidden 16 --heads 2 --intermediate 32 --vocab 50 --seq 4 --batch 1 --seed " + std::to_string(i));
+    std::string command = GRAPHRW_GEN_BERT;  // (one string grown in place: GCC 12's -Warray-bounds misreads a chain of +)
+    command += " -o " + q(p) + " --layers 1 --hidden 16 --heads 2 --intermediate 32 --vocab 50 --seq 4 --batch 1 --seed ";
+    command += std::to_string(i);
+    auto r = run(command);
     REQUIRE(r.status == 0);
     inputs.push_back(p);
   }
