@@ -32,7 +32,8 @@ class FoldRun {
   void run(PassContext& context) {
     if (options_.shapes) inferMissingTypes(rw_);
     // Inference: a copy of an initializer through Identity is the initializer (not folded into a second one).
-    if (!options_.keepParameters) context.details["identities_read_through"] = outline_sharing::forwardWeightIdentities(rw_, model_.graph());
+    size_t readThrough = options_.keepParameters ? 0 : outline_sharing::forwardWeightIdentities(rw_, model_.graph());
+    if (!options_.keepParameters) context.details["identities_read_through"] = readThrough;
     std::map<std::string, size_t> perOp;
     size_t folded = 0, tooLarge = 0, pruned = 0;
     // Each round folds whole chains (nodes are visited in order); a round
@@ -61,10 +62,13 @@ class FoldRun {
     ++rounds;
     if (!options_.keepParameters) {
       // Inference: what a runtime would read as a constant anyway is one.
-      context.details["constants_to_initializers"] = constantsToInitializers();
+      size_t constants = constantsToInitializers();
+      context.details["constants_to_initializers"] = constants;
+      readThrough += constants;
       if (options_.shareDuplicates) context.details["duplicates_shared"] = shareDuplicates(before);
     }
-    context.matched = folded;
+    // What it did to nodes: folded, read through (Identity of a weight), Constants made initializers.
+    context.matched = folded + readThrough;
     context.details["rounds"] = rounds;
     context.details["folded"] = perOp;
     context.details["left_too_large"] = tooLarge;

@@ -125,10 +125,20 @@ class LegalizePass final : public Pass {
     std::optional<legalize_detail::ParameterSnapshot> parameters;
     if (training()) parameters = legalize_detail::ParameterSnapshot::of(model);
     nlohmann::json steps = nlohmann::json::object();
+    // legalize matches what its steps matched: each step's own count is in its
+    // report entry, and the pass's `matched` is their sum with the nodes its own
+    // rewrites (patterns, Dropouts, biases, types, shape ops, placement) touched.
+    size_t& matched = context.matched;
     auto step = [&](const char* name, std::unique_ptr<Pass> pass) {
       PassContext sub{rw};
       pass->run(model, sub);
       steps[name] = std::move(sub.details);
+      steps[name]["matched"] = sub.matched;
+      matched += sub.matched;
+    };
+    auto own = [&](const char* name, size_t n) {
+      if (n) steps[name] = n;
+      matched += n;
     };
 
     // Local functions inlined (Call callees stay: PopART has Call), and
@@ -149,19 +159,15 @@ class LegalizePass final : public Pass {
 
     // PopART reads graph.initializer only (willow/src/ir.cpp:2272): sparse
     // initializers become the dense tensors they stand for.
-    if (size_t dense = densifySparseInitializers(model, rw)) steps["densify"] = {{"sparse_initializers", dense}};
+    if (size_t dense = densifySparseInitializers(model, rw)) {
+      steps["densify"] = {{"sparse_initializers", dense}};
+      matched += dense;
+    }
 
-    // Dimension names a model does not use are skipped: one rule file serves
-    // exports that name their dimensions differently. Input names must exist.
-    std::set<std::string> dimNames;
-    for (const auto& in : model.graph().inputs())
-      if (const onnx::TypeProto* t = in.value->type(); t && t->has_tensor_type())
-        for (const auto& d : t->tensor_type().shape().dim())
-          if (d.has_dim_param()) dimNames.insert(d.dim_param());
+    // set-shapes' rule for --input and --dim: a dimension name no input has is an error.
     SetShapesOptions shapes;
     shapes.inputs = options_.inputs;
-    for (const auto& [name, value] : options_.dims)
-      if (dimNames.count(name)) shapes.dims[name] = value;
+    shapes.dims = options_.dims;
     if (!shapes.inputs.empty() || !shapes.dims.empty()) step("set-shapes", createSetShapesPass(std::move(shapes)));
     if (auto dynamic = dynamicInputs(model); !dynamic.empty()) {
       std::string list;
@@ -176,12 +182,15 @@ class LegalizePass final : public Pass {
     // pipelined PopART copies no initializer between IPUs.
     fold.shareDuplicates = false;
     step("fold", createFoldPass(fold));
-    if (size_t n = legalize_detail::removeIdentityDropouts(rw, model, !training())) steps["dropout_identity_removed"] = n;
+    own("dropout_identity_removed", legalize_detail::removeIdentityDropouts(rw, model, !training()));
     nlohmann::json rewritten = nlohmann::json::object();
     for (const Pattern& p : patterns_)
-      if (size_t n = p.rewrite(model, rw, model.graph())) rewritten[p.name()] = rewritten.value(p.name(), 0) + n;
+      if (size_t n = p.rewrite(model, rw, model.graph())) {
+        rewritten[p.name()] = rewritten.value(p.name(), 0) + n;
+        matched += n;
+      }
     steps["patterns"] = rewritten;
-    if (size_t added = zeroBiases(rw, model)) steps["layernorm_zero_bias"] = added;
+    own("layernorm_zero_bias", zeroBiases(rw, model));
     step("replace", createReplacePass(replace_));
 
     int64_t opset = data.json.value("opset", 11);
@@ -195,9 +204,8 @@ class LegalizePass final : public Pass {
     step("fold_after_opset", createFoldPass(fold));
     // Types the export wrote before its shapes were fixed ("float[1,?,16]" on a
     // Gather of positions computed from the input's shape) are static now.
-    if (size_t n = refreshDynamicTypes(rw)) steps["types_made_static"] = n;
-    if (training())
-      if (size_t n = legalize_detail::removeNoopShapeOps(rw, model)) steps["noop_shape_ops_removed"] = n;
+    own("types_made_static", refreshDynamicTypes(rw));
+    if (training()) own("noop_shape_ops_removed", legalize_detail::removeNoopShapeOps(rw, model));
 
     // Imports of domains no node uses any more (an inlined function's).
     ModelUsage usage = ModelUsage::of(model);
@@ -206,7 +214,7 @@ class LegalizePass final : public Pass {
     if (usage.domains.count("ai.graphcore")) rw.setOpsetImport(model.graph(), "ai.graphcore", 1);
 
     // Ops the steps inserted (adapters, templates) run where their data comes from.
-    if (size_t placed = popart::fillPlacement(rw, model.graph())) steps["placement_filled"] = placed;
+    own("placement_filled", popart::fillPlacement(rw, model.graph()));
     context.details["target"] = options_.target;
     context.details["mode"] = options_.mode;
     context.details["popart_version"] = version_.str();

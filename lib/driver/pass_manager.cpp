@@ -45,7 +45,9 @@ bool verifyEachFromEnvironment() {
 // What --verify-each finds after a pass: the IR's invariants, and whether the
 // edits the Rewriter counted agree with what changed (a pass that changes the
 // model behind the Rewriter's back, or counts edits it did not make, is wrong).
-void verifyAfter(ir::Model& model, const Pass& pass, size_t index, uint64_t before, bool counted) {
+void verifyAfter(ir::Model& model, const Pass& pass, size_t index, uint64_t before, const ir::ChangeCounts& counts,
+                 size_t matched) {
+  bool counted = counts.any();
   std::string label = "pass " + std::to_string(index) + " (" + pass.name() + ")";
   auto findings = verify(model);
   if (!findings.empty())
@@ -58,6 +60,11 @@ void verifyAfter(ir::Model& model, const Pass& pass, size_t index, uint64_t befo
   if (!changed && counted)
     fail(ExitCode::Findings, label + " counted edits but the model is unchanged "
                                      "(its report would say \"changed\": true)");
+  // The report's counts say what the pass did: nodes added or removed by a pass that matched nothing is a lie.
+  if (matched == 0 && (counts.nodesAdded || counts.nodesRemoved))
+    fail(ExitCode::Findings, label + " added " + std::to_string(counts.nodesAdded) + " and removed " +
+                                 std::to_string(counts.nodesRemoved) + " nodes but says it matched none "
+                                 "(its report would say \"matched\": 0)");
 }
 
 }  // namespace
@@ -88,7 +95,7 @@ nlohmann::json PassManager::run(ir::Model& model) {
     const std::string& want = options_.printIrAfter;
     if (!want.empty() && (want == "all" || want == pass.name() || want == std::to_string(i)))
       std::cerr << "graphrw: IR after pass " << i << " (" << pass.name() << "):\n" << printModel(model) << std::flush;
-    if (verifyEach) verifyAfter(model, pass, i, before, c.any());
+    if (verifyEach) verifyAfter(model, pass, i, before, c, context.matched);
   }
   model.releaseNameTables();  // the passes are done: writing the model needs no fresh names
   return report;

@@ -592,3 +592,30 @@ g (float[2, 3] x) => (float[2, 3] y) <float[2, 3] w = {0, 1.5, 0, 0, 0, -2}, flo
   CHECK(w == std::vector<float>{0, 1.5f, 0, 0, 0, -2});
   checkSameMaths(proto, *model);
 }
+
+TEST_CASE("legalize: the report's matched is what its steps matched and rewrote", "[legalize][report]") {
+  auto model = loadModel((pytorchDir() / "gpt-opset15.onnx").string());
+  passes::LegalizeOptions o;
+  o.dims = {{"batch", 2}, {"sequence", 8}};
+  PassManager pm({true, std::nullopt, ""});
+  pm.add(passes::createLegalizePass(o));
+  auto entry = pm.run(*model)[0];
+  INFO(entry.dump());
+  CHECK(entry["nodes_added"].get<size_t>() > 0);
+  CHECK(entry["nodes_removed"].get<size_t>() > 0);
+  // Each pass step reports its own matched; legalize's own rewrites report their counts.
+  size_t sum = 0;
+  for (const char* name : {"set-shapes", "fold", "replace", "opset", "fold_after_opset"}) {
+    INFO(name);
+    REQUIRE(entry["steps"][name].contains("matched"));
+    sum += entry["steps"][name]["matched"].get<size_t>();
+  }
+  CHECK(entry["steps"]["set-shapes"]["matched"] == 1);  // input_ids
+  CHECK(entry["steps"]["opset"]["matched"].get<size_t>() > 0);
+  for (const auto& [name, n] : entry["steps"]["patterns"].items()) sum += n.get<size_t>();
+  for (const char* own : {"dropout_identity_removed", "layernorm_zero_bias", "types_made_static",
+                          "noop_shape_ops_removed", "placement_filled"})
+    if (entry["steps"].contains(own)) sum += entry["steps"][own].get<size_t>();
+  CHECK(entry["matched"].get<size_t>() == sum);
+  CHECK(sum > 0);
+}

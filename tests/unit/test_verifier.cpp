@@ -191,6 +191,37 @@ TEST_CASE("verify-each fails a pass that counts edits on an unchanged model", "[
   CHECK_THAT(message, Catch::Contains("pass 0 (rename-twice) counted edits but the model is unchanged"));
 }
 
+namespace {
+
+// A pass that adds a node (an unread Identity of H) through the Rewriter and
+// says it matched nothing (legalize did so: "matched": 0 after 455 nodes added).
+class SilentAdderPass final : public Pass {
+ public:
+  explicit SilentAdderPass(size_t matched) : matched_(matched) {}
+  std::string name() const override { return "silent-adder"; }
+  void run(Model& model, PassContext& context) const override {
+    context.rewriter.createNode(model.graph(), nullptr, {"copy", "Identity", "", {model.graph().findLocal("H")}, {"H2"}});
+    context.matched = matched_;
+  }
+
+ private:
+  size_t matched_;
+};
+
+}  // namespace
+
+TEST_CASE("verify-each fails a pass that adds or removes nodes but reports matching none", "[verifier][pass-manager]") {
+  std::string message = runFailing(std::make_unique<SilentAdderPass>(0));
+  CHECK_THAT(message, Catch::Contains("pass 0 (silent-adder) added 1 and removed 0 nodes but says it matched none"));
+  // The same edit reported as one match passes.
+  auto model = loadModel(test::parseModel(test::kSmallModel));
+  PassManager pm({/*verifyEach=*/true, std::nullopt, ""});
+  pm.add(std::make_unique<SilentAdderPass>(1));
+  auto report = pm.run(*model);
+  CHECK(report[0]["matched"] == 1);
+  CHECK(report[0]["nodes_added"] == 1);
+}
+
 TEST_CASE("the fingerprint sees payload bytes, doc strings and declared types, not type annotations", "[verifier]") {
   auto model = loadModel(test::parseModel(test::kSmallModel));
   uint64_t base = fingerprint(*model);
