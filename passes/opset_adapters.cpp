@@ -16,6 +16,13 @@ using namespace ir;
 using TP = onnx::TensorProto;
 using AP = onnx::AttributeProto;
 
+// What makes a shape static before a conversion: in an export, the shapes an
+// adapter needs are computed from the inputs' (Shape, Gather, ConstantOfShape
+// ...), so fixing the inputs alone is not enough: the computation must fold.
+const std::string kMakeStatic =
+    "(fix the input shapes and fold what is computed from them: `graphrw legalize` does both, or `graphrw "
+    "set-shapes` then `graphrw fold`)";
+
 AP intsAttr(const std::string& name, const std::vector<int64_t>& v) {
   AP a;
   a.set_name(name);
@@ -111,7 +118,7 @@ StepResult softmaxAxis(Node* n, StepContext& c) {
     return {{n}, ""};
   }
   if (rank < 0)
-    return {{}, "axis " + std::to_string(axis) + " is not known to be the last one: the input's rank is unknown (run set-shapes first)"};
+    return {{}, "axis " + std::to_string(axis) + " is not known to be the last one: the input's rank is unknown " + kMakeStatic};
   if (axis < -rank || axis >= rank) return {{}, "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank)};
   if (axis < 0) axis += rank;
   std::vector<int64_t> perm(static_cast<size_t>(rank));
@@ -342,10 +349,10 @@ StepResult resizeInputs(Node* n, StepContext& c) {
   if (alignCorners && hasScales && !hasSizes) {
     const auto* shape = shapeOf(n->input(0));
     if (!scales || scales->type != TP::FLOAT || !shape || scales->count() != shape->dim_size())
-      return {{}, "align_corners with scales needs constant float scales and a known input shape (run set-shapes and fold first)"};
+      return {{}, "align_corners with scales needs constant float scales and a known input shape " + kMakeStatic};
     std::vector<int64_t> sizes;
     for (int d = 0; d < shape->dim_size(); ++d) {
-      if (!shape->dim(d).has_dim_value()) return {{}, "align_corners with scales needs a static input shape (run set-shapes first)"};
+      if (!shape->dim(d).has_dim_value()) return {{}, "align_corners with scales needs a static input shape " + kMakeStatic};
       float f;
       std::memcpy(&f, scales->data.data() + 4 * static_cast<size_t>(d), 4);
       sizes.push_back(static_cast<int64_t>(std::floor(static_cast<double>(shape->dim(d).dim_value()) * f)));
@@ -369,10 +376,10 @@ StepResult triluMask(Node* n, StepContext& c) {
   const auto* shape = shapeOf(n->input(0));
   int32_t type = elemTypeOf(n->input(0));
   if (!shape || shape->dim_size() < 2 || !type)
-    return {{}, "Trilu's input needs a known type and rank >= 2 (run set-shapes first)"};
+    return {{}, "Trilu's input needs a known type and rank >= 2 " + kMakeStatic};
   int64_t rows = shape->dim(shape->dim_size() - 2).has_dim_value() ? shape->dim(shape->dim_size() - 2).dim_value() : -1;
   int64_t cols = shape->dim(shape->dim_size() - 1).has_dim_value() ? shape->dim(shape->dim_size() - 1).dim_value() : -1;
-  if (rows < 0 || cols < 0) return {{}, "Trilu's last two dimensions are not static (run set-shapes first)"};
+  if (rows < 0 || cols < 0) return {{}, "Trilu's last two dimensions are not static " + kMakeStatic};
   if (static_cast<double>(rows) * static_cast<double>(cols) > 64.0 * 1024 * 1024) return {{}, "Trilu's mask would be over 64 MiB"};
   int64_t k = 0;
   if (n->input(1)) {

@@ -12,6 +12,7 @@
 #include "passes/opset.h"
 #include "passes/set_shapes.h"
 #include "support.h"
+#include "support/error.h"
 
 namespace fs = std::filesystem;
 using namespace graphrw;
@@ -53,4 +54,34 @@ TEST_CASE("opset: PyTorch exports at opsets 13, 14, 15 and 17 go to 11 with the 
       ++models;
     }
   CHECK(models == 11);
+}
+
+TEST_CASE("opset: a GPT export made static but not folded is refused with the advice that works", "[opset][pytorch]") {
+  fs::path path = fs::path(GRAPHRW_SOURCE_DIR) / "tests" / "models" / "pytorch" / "gpt-opset15.onnx";
+  passes::SetShapesOptions shapes;
+  shapes.dims = {{"batch", 2}, {"sequence", 8}};
+  // set-shapes alone: Trilu's input is computed from the input's shape (ConstantOfShape of a Shape), still dynamic.
+  auto model = loadModel(path.string());
+  PassManager pm({true, std::nullopt, ""});
+  pm.add(passes::createSetShapesPass(shapes));
+  pm.add(passes::createOpsetPass({11, std::nullopt}));
+  try {
+    pm.run(*model);
+    FAIL("opset converted a Trilu whose dimensions are not static");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::Unsupported);
+    std::string what = e.what();
+    CHECK_THAT(what, Catch::Contains("Trilu's last two dimensions are not static (fix the input shapes and fold what is "
+                                     "computed from them: `graphrw legalize` does both, or `graphrw set-shapes` then "
+                                     "`graphrw fold`)"));
+    CHECK_THAT(what, !Catch::Contains("run set-shapes first"));
+  }
+  // What the message advises works (the test above checks the maths): set-shapes, fold, then opset.
+  auto advised = loadModel(path.string());
+  PassManager then({true, std::nullopt, ""});
+  then.add(passes::createSetShapesPass(shapes));
+  then.add(passes::createFoldPass({}));
+  then.add(passes::createOpsetPass({11, std::nullopt}));
+  CHECK_NOTHROW(then.run(*advised));
+  CHECK(advised->opsetVersion("") == 11);
 }
