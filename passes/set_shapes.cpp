@@ -53,6 +53,7 @@ class SetShapesRun {
         inputs.push_back(in.value);
         names.push_back(in.value->name().str());
       }
+    checkDimNames(g, inputs);
     std::map<Value*, onnx::TypeProto> wanted;
     for (const auto& [name, dims] : options_.inputs) {
       Value* v = nullptr;
@@ -74,6 +75,12 @@ class SetShapesRun {
       bool sized = shape->dim_size() == static_cast<int>(dims.size());
       for (size_t i = 0; i < dims.size(); ++i) {
         if (dims[i] < 0) usageError("set-shapes: input '" + escapeControl(name) + "': dimension " + std::to_string(dims[i]) + " is negative");
+        // --dim for a dimension of this input too: both must agree.
+        if (const auto* d = sized ? &shape->dim(static_cast<int>(i)) : nullptr; d && d->has_dim_param())
+          if (auto it = options_.dims.find(d->dim_param()); it != options_.dims.end() && it->second != dims[i])
+            usageError("set-shapes: --input " + escapeControl(name) + " gives dimension " + std::to_string(i) + " ('" +
+                       escapeControl(d->dim_param()) + "') as " + std::to_string(dims[i]) + ", but --dim " +
+                       escapeControl(d->dim_param()) + "=" + std::to_string(it->second));
         if (sized && shape->dim(static_cast<int>(i)).has_dim_value() && shape->dim(static_cast<int>(i)).dim_value() != dims[i])
           usageError("set-shapes: input '" + escapeControl(name) + "' has shape " + shapeText(*shape) + ": dimension " +
                      std::to_string(i) + " is fixed at " + std::to_string(shape->dim(static_cast<int>(i)).dim_value()) +
@@ -83,7 +90,6 @@ class SetShapesRun {
       for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
       wanted[v] = t;
     }
-    std::set<std::string> dimNamesSeen;
     for (Value* v : inputs) {
       if (options_.inputs.count(v->name().str())) continue;
       onnx::TypeProto t = declared(g, v);
@@ -91,7 +97,6 @@ class SetShapesRun {
       bool changed = false;
       for (auto& d : *t.mutable_tensor_type()->mutable_shape()->mutable_dim()) {
         if (!d.has_dim_param()) continue;
-        dimNamesSeen.insert(d.dim_param());
         auto it = options_.dims.find(d.dim_param());
         if (it == options_.dims.end()) continue;
         if (it->second < 0) usageError("set-shapes: dimension '" + escapeControl(it->first) + "' is negative");
@@ -100,13 +105,6 @@ class SetShapesRun {
       }
       if (changed) wanted[v] = t;
     }
-    for (const auto& [dim, _] : options_.dims)
-      if (!dimNamesSeen.count(dim)) {
-        std::vector<std::string> known(dimNamesSeen.begin(), dimNamesSeen.end());
-        auto hint = didYouMean(dim, known);
-        usageError("set-shapes: no input of the model has a dimension named '" + escapeControl(dim) + "'" +
-                   (hint ? " (did you mean '" + escapeControl(*hint) + "'?)" : ""));
-      }
     for (auto& [v, t] : wanted) rw_.declareType(g, v, t);
 
     // Propagate: every type below the inputs is inferred again.
@@ -186,6 +184,34 @@ class SetShapesRun {
     return {};
   }
   bool hadShape(const Graph& g, const Value* v) { return declared(g, v).tensor_type().has_shape(); }
+
+  // Each --dim names a dimension some graph input declares, whether or not
+  // --input gives that input's whole shape too (one rule for set-shapes and
+  // legalize); else an error listing the inputs' dimensions.
+  void checkDimNames(const Graph& g, const std::vector<Value*>& inputs) {
+    if (options_.dims.empty()) return;
+    std::set<std::string> seen;
+    std::string listed;
+    size_t shown = 0;
+    for (Value* v : inputs) {
+      onnx::TypeProto t = declared(g, v);
+      bool shaped = t.has_tensor_type() && t.tensor_type().has_shape();
+      if (shaped)
+        for (const auto& d : t.tensor_type().shape().dim())
+          if (d.has_dim_param()) seen.insert(d.dim_param());
+      if (++shown <= 8)
+        listed += (listed.empty() ? "" : ", ") + ("'" + escapeControl(v->name()) + "' ") +
+                  (shaped ? shapeText(t.tensor_type().shape()) : "(no shape)");
+    }
+    if (inputs.size() > 8) listed += ", and " + std::to_string(inputs.size() - 8) + " more";
+    for (const auto& [dim, _] : options_.dims) {
+      if (seen.count(dim)) continue;
+      auto hint = didYouMean(dim, std::vector<std::string>(seen.begin(), seen.end()));
+      usageError("set-shapes: no input of the model has a dimension named '" + escapeControl(dim) + "'" +
+                 (hint ? " (did you mean '" + escapeControl(*hint) + "'?)" : "") + "; the inputs: " +
+                 (listed.empty() ? std::string("none") : listed));
+    }
+  }
 
   // Replaces the dimensions named by --dim with their sizes; whether any was.
   bool substituteDims(onnx::TypeProto& t) const {

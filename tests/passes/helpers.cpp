@@ -9,6 +9,7 @@
 #include "io/writer.h"
 #include "ort.h"
 #include "passes/expand.h"
+#include "passes/set_shapes.h"
 #include "support.h"
 
 namespace graphrw::test {
@@ -89,5 +90,15 @@ void checkValid(Model& m) {
 // Standard ONNX for ONNX Runtime: graphrw compare's mapping (Calls inlined,
 // ai.graphcore ops by their definitions).
 onnx::ModelProto mapBack(Model& original) { return standardOnnx(original); }
+
+std::unique_ptr<Pass> exportShapes(const ir::Model& m) {
+  const std::map<std::string, int64_t> wanted = {{"batch", 1}, {"sequence", 8}};
+  passes::SetShapesOptions o;
+  for (const auto& in : m.graph().inputs())
+    if (const onnx::TypeProto* t = in.value->type(); t && t->has_tensor_type())
+      for (const auto& d : t->tensor_type().shape().dim())
+        if (auto it = wanted.find(d.dim_param()); d.has_dim_param() && it != wanted.end()) o.dims[it->first] = it->second;
+  return o.dims.empty() ? nullptr : passes::createSetShapesPass(o);
+}
 
 }  // namespace graphrw::test

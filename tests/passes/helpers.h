@@ -35,4 +35,9 @@ void checkValid(ir::Model& m);
 // left as it is.
 onnx::ModelProto mapBack(ir::Model& original);
 
+// What a user of examples/popart.rules.json runs first on a PyTorch export
+// (docs/popart.md): set-shapes fixing `batch` to 1 and `sequence` to 8 where
+// the model's inputs declare them; nullptr when they declare neither.
+std::unique_ptr<Pass> exportShapes(const ir::Model& m);
+
 }  // namespace graphrw::test

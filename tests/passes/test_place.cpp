@@ -166,6 +166,7 @@ TEST_CASE("place: after the PopART rule file, Calls and their callees are placed
   fs::path path = fs::path(GRAPHRW_SOURCE_DIR) / "tests" / "models" / "pytorch" / "bert-opset17.onnx";
   auto model = loadModel(path.string());
   PassManager pm({true, std::nullopt, ""});
+  pm.add(exportShapes(*model));
   for (auto& p : loadRules((fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "popart.rules.json").string()).passes) pm.add(p);
   pm.add(passes::createPlacePass(stages({"scope=/words/|scope=/positions/|scope=/ln/|scope=/layers.0", "scope=/layers.1"}, {0, 1})));
   auto report = pm.run(*model);

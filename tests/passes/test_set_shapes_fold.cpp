@@ -9,6 +9,7 @@
 #include "io/loader.h"
 #include "io/writer.h"
 #include "passes/fold.h"
+#include "passes/legalize.h"
 #include "passes/set_shapes.h"
 #include "support.h"
 #include "support/error.h"
@@ -122,6 +123,39 @@ TEST_CASE("set-shapes: by input, and every contradiction names the input", "[set
     runPass(m, byInput("x", {1, 5}));
   } catch (const Error& e) {
     CHECK(e.code() == ExitCode::Usage);
+  }
+}
+
+TEST_CASE("set-shapes and legalize: one rule for --input with --dim", "[set-shapes][legalize]") {
+  auto m = parseModel(kDynamic);  // x: [batch, seq, 4], ids: [batch, seq]
+  auto both = [](std::vector<int64_t> dims, std::map<std::string, int64_t> names) {
+    passes::SetShapesOptions o;
+    o.inputs["x"] = std::move(dims);
+    o.dims = std::move(names);
+    return passes::createSetShapesPass(o);
+  };
+  // --input and --dim agreeing on a dimension of the same input: accepted, for every input.
+  auto out = foldOrShape(m, both({2, 5, 4}, {{"batch", 2}}));
+  CHECK(shapeOf(out.graph().input(0)) == "2,5,4");
+  CHECK(shapeOf(out.graph().input(1)) == "2,seq");
+  // Disagreeing: the input, the dimension and both values.
+  CHECK_THROWS_WITH(runPass(m, both({2, 5, 4}, {{"batch", 3}})),
+                    Catch::Contains("--input x gives dimension 0 ('batch') as 2, but --dim batch=3"));
+  // A name no input declares: the inputs' dimensions are listed.
+  CHECK_THROWS_WITH(runPass(m, both({2, 5, 4}, {{"tokens", 2}})),
+                    Catch::Contains("no input of the model has a dimension named 'tokens'; the inputs: 'x' "
+                                    "[batch,seq,4], 'ids' [batch,seq]"));
+  // legalize follows the same rule: a static model has no dimension 'batch' any more.
+  auto fixed = foldOrShape(m, byDims({{"batch", 2}, {"seq", 5}}));
+  REQUIRE(shapeOf(fixed.graph().input(1)) == "2,5");
+  passes::LegalizeOptions l;
+  l.dims = {{"batch", 2}};
+  try {
+    runPass(fixed, passes::createLegalizePass(l));
+    FAIL("legalize accepted --dim batch=2 on a model whose inputs have no dimension 'batch'");
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::Usage);
+    CHECK_THAT(e.what(), Catch::Contains("no input of the model has a dimension named 'batch'; the inputs: 'x' [2,5,4], 'ids' [2,5]"));
   }
 }
 
