@@ -40,7 +40,7 @@ class CheckpointRun {
       // there would only look right. The Call, in the calling graph, is what
       // to select (outline names it after its block).
       const Node* call = g->parentNode();
-      if (call && call->opType() == "Call" && call->domain() == "ai.graphcore") {
+      if (call && popart::isCall(*call)) {
         if (!blocks.empty() && warnedCallees_.insert(g->residual().name()).second)
           spdlog::warn("checkpoint: {} block(s) inside the callee '{}' left alone: PopART ignores recomputation "
                        "marks in callees; select the Call ({}) instead",
@@ -118,13 +118,7 @@ class CheckpointRun {
     }
     std::string base = (producer->name().empty() ? v->name() : producer->name()) + "/Checkpoint";
     Node* id = rw_->createNode(g, before, {base, "Identity", "", {v}, {outName}});
-    rw_->setAttribute(id, intAttribute(kRecompute, popart::kCheckpoint));
-    onnx::AttributeProto patterns;
-    patterns.set_name("__exclude_patterns");
-    patterns.set_type(onnx::AttributeProto::STRINGS);
-    patterns.add_strings("PreUniRepl");
-    patterns.add_strings("PostNRepl");
-    rw_->setAttribute(id, patterns);
+    for (const auto& a : popart::checkpointAttributes()) rw_->setAttribute(id, a);
     popart::applyPlacement(*rw_, {id}, popart::placementOf(*producer));  // runs where its input is made
     Value* out = id->output(0);
     if (v->type()) rw_->setType(out, *v->type());

@@ -99,7 +99,7 @@ class ExpandRun {
       t = {Kind::Function, f, nullptr, "function " + f->key().str()};
       return t;
     }
-    if (n.domain() == "ai.graphcore" && n.opType() == "Call") {
+    if (popart::isCall(n)) {
       const Attribute* callee = n.attribute("callee");
       if (!callee || !callee->g()) badInput(nodeLabel(n) + " has no 'callee' GRAPH attribute");
       if (phase_ != Phase::Calls || !options_.calls || !selected(n)) return t;
@@ -229,7 +229,7 @@ class ExpandRun {
       if (it->second == version) continue;
       auto differ = differingOps(fn.body(), domain, version, it->second);
       if (differ.empty()) continue;
-      std::string name = domain.empty() ? "ai.onnx" : domain;
+      std::string name = domainShown(domain);
       // Schema bodies are ONNX's own: converting them is always what the user wants.
       bool convert = (options_.convertOpset || mayLeave) && domain.empty();
       if (!convert) {

@@ -46,8 +46,6 @@ const TargetData& targetData(const std::string& target) {
   return popart;
 }
 
-bool isOnnxDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
-
 // Graph inputs with a dimension that is not a fixed positive number, as "'ids' [batch, 128]".
 std::vector<std::string> dynamicInputs(const Model& model) {
   std::vector<std::string> out;
@@ -210,7 +208,7 @@ class LegalizePass final : public Pass {
     // Imports of domains no node uses any more (an inlined function's).
     ModelUsage usage = ModelUsage::of(model);
     for (const auto& [domain, _] : model.opsetImports())
-      if (!isOnnxDomain(domain) && !usage.domains.count(domain)) rw.removeOpsetImport(model.graph(), domain);
+      if (!isDefaultDomain(domain) && !usage.domains.count(domain)) rw.removeOpsetImport(model.graph(), domain);
     if (usage.domains.count("ai.graphcore")) rw.setOpsetImport(model.graph(), "ai.graphcore", 1);
 
     // Ops the steps inserted (adapters, templates) run where their data comes from.

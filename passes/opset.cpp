@@ -339,7 +339,7 @@ class OpsetRun {
       }
       std::vector<std::string> outs;
       for (const auto& name : np.output()) outs.push_back(outputs.count(name) ? "" : name);
-      if (np.domain() != "" && np.domain() != "ai.onnx")
+      if (!isDefaultDomain(np.domain()))
         fail(ExitCode::Internal, "opset: ONNX's converter gave " + nodeLabel(*n) + " an op of domain " + np.domain());
       Node* m = rw_.createNode(graph, n, {np.name().empty() ? n->name().str() : np.name(), np.op_type(), "", inputs, outs});
       for (const auto& a : np.attribute()) rw_.setAttribute(m, a);

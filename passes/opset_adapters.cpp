@@ -38,10 +38,6 @@ AP floatAttr(const std::string& name, float v) {
   return a;
 }
 
-int64_t intOr(const Node& n, const char* name, int64_t dflt) {
-  const Attribute* a = n.attribute(name);
-  return a ? a->proto().i() : dflt;
-}
 
 const onnx::TensorShapeProto* shapeOf(const Value* v) {
   if (!v || !v->type() || !v->type()->has_tensor_type() || !v->type()->tensor_type().has_shape()) return nullptr;
@@ -111,7 +107,7 @@ std::string base(const Node& n) { return n.name().empty() ? n.opType() : n.name(
 // 11 over the flattened axes from `axis` on. They agree when the axis is the
 // last one; otherwise the axis is moved last and back with Transposes.
 StepResult softmaxAxis(Node* n, StepContext& c) {
-  int64_t axis = intOr(*n, "axis", -1);
+  int64_t axis = intAttr(*n, "axis", -1);
   int64_t rank = rankOf(n->input(0));
   if (axis == -1 || (rank > 0 && axis == rank - 1)) {
     c.rw.setAttribute(n, intAttribute("axis", -1));
@@ -147,7 +143,7 @@ StepResult reduceSumAxes(Node* n, StepContext& c) {
   std::string why;
   auto axes = constInts(c, n, 1, why);
   if (!why.empty()) return {{}, "axes " + why};
-  bool noop = intOr(*n, "noop_with_empty_axes", 0) != 0;
+  bool noop = intAttr(*n, "noop_with_empty_axes", 0) != 0;
   c.rw.removeAttribute(n, "noop_with_empty_axes");
   c.rw.setInputs(n, {n->input(0)});
   if (!axes || axes->empty()) {
@@ -175,7 +171,7 @@ StepResult splitInput(Node* n, StepContext& c) {
 StepResult shapeStartEnd(Node* n, StepContext& c) {
   // Read before the attributes go (removing one invalidates pointers to them).
   const bool hasEnd = n->attribute("end") != nullptr;
-  const int64_t start = intOr(*n, "start", 0), end = intOr(*n, "end", INT64_MAX);
+  const int64_t start = intAttr(*n, "start", 0), end = intAttr(*n, "end", INT64_MAX);
   c.rw.removeAttribute(n, "start");
   c.rw.removeAttribute(n, "end");
   if (start == 0 && !hasEnd) return {{n}, ""};
@@ -242,7 +238,7 @@ StepResult powTypes(Node* n, StepContext& c) {
 
 // Reshape 14 -> 13: allowzero 1 only matters when the shape holds a 0.
 StepResult reshapeAllowZero(Node* n, StepContext& c) {
-  if (intOr(*n, "allowzero", 0) != 0) {
+  if (intAttr(*n, "allowzero", 0) != 0) {
     std::string why;
     auto shape = constInts(c, n, 1, why);
     if (!shape) return {{}, "allowzero is 1 and the shape " + (why.empty() ? "is missing" : why)};
@@ -260,7 +256,7 @@ StepResult reshapeAllowZero(Node* n, StepContext& c) {
 // assume we are training"; :98 warns below 5). Opset 9's running-statistic
 // update is 14's: running * momentum + batch * (1 - momentum).
 StepResult batchNormTo9(Node* n, StepContext& c) {
-  if (intOr(*n, "training_mode", 0) != 0) {
+  if (intAttr(*n, "training_mode", 0) != 0) {
     if (!c.training) return {{}, "training_mode is 1: no form before opset 14 outside training (convert with --training)"};
     c.rw.removeAttribute(n, "training_mode");
     std::vector<int> from;
@@ -388,7 +384,7 @@ StepResult triluMask(Node* n, StepContext& c) {
     if (!kv || kv->size() != 1) return {{}, "k " + (why.empty() ? std::string("is not one integer") : why)};
     k = (*kv)[0];
   }
-  bool upper = intOr(*n, "upper", 1) != 0;
+  bool upper = intAttr(*n, "upper", 1) != 0;
   HostTensor mask{TP::BOOL, {rows, cols}, std::string(static_cast<size_t>(rows * cols), '\0')};
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j)

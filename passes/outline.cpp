@@ -25,11 +25,6 @@ using namespace ir;
 
 constexpr const char* kOutline = "__outline";
 
-// Where an op runs (PopART): a Call takes its block's, and every op of the
-// callee has the same (blocks placed differently never share a callee: the
-// attributes are part of their signature).
-constexpr const char* kPlacement[] = {"__ipu_number", "__pipeline_stage", "__execution_phase"};
-
 struct Group {
   std::string callee;
   std::vector<size_t> blocks;  // indices into work_
@@ -44,7 +39,7 @@ struct Work {
   Block block;
   bool scoped;
   size_t group = 0;
-  std::map<std::string, int64_t> placement;  // kPlacement attributes its nodes carry
+  std::map<std::string, int64_t> placement;  // placement attributes its nodes carry
   outline_sharing::Reads reads;               // what it reads from outside, per use
 };
 
@@ -205,7 +200,9 @@ class OutlineRun {
         if (a.isRef())
           badInput("outline: block '" + w.block.key + "': node '" + n->name() + "' refers to attribute '" +
                    a.proto().ref_attr_name() + "' of its function; outline the function's calls instead");
-      for (const char* key : kPlacement) {
+      // Where an op runs: a Call takes its block's, and every op of the callee has the same
+      // (blocks placed differently never share a callee: the attributes are part of their signature).
+      for (const char* key : popart::kPlacementAttributes) {
         const Attribute* a = n->attribute(key);
         if (!a || a->type() != onnx::AttributeProto::INT) continue;
         auto [it, fresh] = w.placement.emplace(key, a->proto().i());

@@ -276,7 +276,7 @@ class PlaceRun {
     set(kIpu, ipu);
     bool stages = options_.pipeline && (options_.autoPlace || !options_.stages.empty());
     if (stages) set(kStage, static_cast<int64_t>(stage));
-    if (n->opType() == "Call" && n->domain() == "ai.graphcore" && n->attribute("callee") && n->attribute("callee")->g())
+    if (popart::isCall(*n) && n->attribute("callee") && n->attribute("callee")->g())
       return changed + placeCallee(n, stage, ipu, stages);
     n->forEachSubgraph([&](Graph& sub) {
       std::vector<Node*> inner;

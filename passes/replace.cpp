@@ -20,7 +20,7 @@ using namespace ir;
 namespace replace_detail {
 
 std::string displayOp(const std::string& domain, const std::string& op) {
-  return (isDefaultDomain(domain) ? std::string("ai.onnx") : domain) + "::" + op;
+  return domainShown(domain) + "::" + op;
 }
 
 void ReplaceRun::run(Model& model, PassContext& context) {

@@ -53,7 +53,7 @@ void parseTarget(const std::string& text, Replacement& r) {
     if (!ok) bad();
     rest.remove_prefix(sep + 2);
   }
-  if (r.domain == "ai.onnx") r.domain.clear();
+  r.domain = ir::domainKey(r.domain);
   r.version = 0;
   if (auto colon = rest.find(':'); colon != std::string_view::npos) {
     std::string_view digits = rest.substr(colon + 1);
@@ -90,7 +90,7 @@ onnx::FunctionProto parseTemplate(const std::string& text, const std::string& wh
   if (fp.name().empty()) usageError(where + ": the template has no name");
   if (fp.domain().empty()) fp.set_domain("graphrw.template");
   std::map<std::string, int64_t> opsets;
-  for (const auto& op : fp.opset_import()) opsets[op.domain() == "ai.onnx" ? "" : op.domain()] = op.version();
+  for (const auto& op : fp.opset_import()) opsets[ir::domainKey(op.domain())] = op.version();
   for (auto& node : *fp.mutable_node()) {
     for (auto& a : *node.mutable_attribute()) {
       if (a.type() != onnx::AttributeProto::STRING || !a.s().starts_with(marker)) continue;
@@ -100,10 +100,10 @@ onnx::FunctionProto parseTemplate(const std::string& text, const std::string& wh
           std::find(fp.input().begin(), fp.input().end(), formal) == fp.input().end())
         usageError(where + ": template node " + node.op_type() + ": attribute '" + a.name() + "' refers to @" +
                    formal.substr(0, 64) + (formal.size() > 64 ? "..." : "") + ", which the template declares neither as an attribute nor as an input");
-      auto imported = opsets.find(node.domain() == "ai.onnx" ? "" : node.domain());
+      auto imported = opsets.find(ir::domainKey(node.domain()));
       if (imported == opsets.end())
         usageError(where + ": template node " + node.op_type() + ": the template imports no opset for domain '" +
-                   (node.domain().empty() ? "ai.onnx" : node.domain()) + "' (add it to opset_import)");
+                   ir::domainShown(node.domain()) + "' (add it to opset_import)");
       auto version = imported->second;
       const onnx::OpSchema* schema = findSchema(node.op_type(), static_cast<int>(version), node.domain());
       auto type = expectedAttributeType(schema, a.name());
@@ -210,7 +210,7 @@ ReplaceOptions replaceOptionsFromJson(const nlohmann::json& given, const RuleCon
           known |= schema.Name() == r.opType;
         }
         if (!known) {
-          std::string msg = rules.at(p + "/with") + ": " + (domain.empty() ? "ai.onnx" : domain) + " has no op '" + r.opType + "'";
+          std::string msg = rules.at(p + "/with") + ": " + ir::domainShown(domain) + " has no op '" + r.opType + "'";
           if (auto near = didYouMean(r.opType, names)) msg += " (did you mean '" + *near + "'?)";
           usageError(msg + "; allow_unknown_op writes it anyway");
         }

@@ -17,7 +17,7 @@ namespace graphrw::passes {
 
 namespace {
 
-std::string domainOf(const onnx::NodeProto& n) { return n.domain() == "ai.onnx" ? "" : n.domain(); }
+std::string domainOf(const onnx::NodeProto& n) { return ir::domainKey(n.domain()); }
 
 std::string label(const onnx::NodeProto& n) {
   std::string op = (n.domain().empty() ? "" : n.domain() + ".") + n.op_type();
@@ -70,13 +70,13 @@ void checkOp(const onnx::NodeProto& n, const std::map<std::string, int>& imports
   std::string at = where + ": " + label(n);
   auto imported = imports.find(domainOf(n));
   if (imported == imports.end())
-    usageError(at + ": the template imports no opset for domain '" + (n.domain().empty() ? "ai.onnx" : n.domain()) +
+    usageError(at + ": the template imports no opset for domain '" + ir::domainShown(n.domain()) +
                "' (add it to opset_import)");
   const auto& known = domainVersionRanges();
   if (!known.count(domainOf(n))) return;  // a domain ONNX does not know: nothing to check against
   const onnx::OpSchema* schema = findSchema(n.op_type(), imported->second, domainOf(n));
   if (!schema) {
-    std::string msg = at + ": no such op in " + (n.domain().empty() ? "ai.onnx" : n.domain()) + " at version " +
+    std::string msg = at + ": no such op in " + ir::domainShown(n.domain()) + " at version " +
                       std::to_string(imported->second);
     if (auto near = didYouMean(n.op_type(), opsOf(domainOf(n), imported->second))) msg += " (did you mean '" + *near + "'?)";
     usageError(msg);
@@ -173,7 +173,7 @@ void checkTemplate(const onnx::FunctionProto& fp, TemplateRole role, const std::
   }
   std::map<std::string, int> imports;
   for (const auto& op : fp.opset_import())
-    imports[op.domain() == "ai.onnx" ? "" : op.domain()] = static_cast<int>(op.version());
+    imports[ir::domainKey(op.domain())] = static_cast<int>(op.version());
   for (const auto& n : fp.node()) {
     checkOp(n, imports, role, where);
     for (const auto& a : n.attribute()) {

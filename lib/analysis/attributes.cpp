@@ -141,6 +141,14 @@ onnx::AttributeProto intAttribute(const std::string& name, int64_t value) {
   return a;
 }
 
+std::optional<int64_t> intAttr(const ir::Node& n, std::string_view name) {
+  const ir::Attribute* a = n.attribute(name);
+  if (!a || a->type() != onnx::AttributeProto::INT) return std::nullopt;
+  return a->proto().i();
+}
+
+int64_t intAttr(const ir::Node& n, std::string_view name, int64_t fallback) { return intAttr(n, name).value_or(fallback); }
+
 std::string attributeValueText(const onnx::AttributeProto& a) {
   auto number = [](double x) {
     std::ostringstream os;

@@ -10,6 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
+
+#include "ir/tensor.h"  // the IR's forward declarations
 
 namespace graphrw {
 
@@ -35,6 +38,11 @@ std::string attributeValueText(const onnx::AttributeProto& a);
 
 // An INT attribute `name` = `value`.
 onnx::AttributeProto intAttribute(const std::string& name, int64_t value);
+
+// The value of `n`'s INT attribute `name`: nothing when it has none of that
+// name or it is not an INT; with `fallback`, that instead of nothing.
+std::optional<int64_t> intAttr(const ir::Node& n, std::string_view name);
+int64_t intAttr(const ir::Node& n, std::string_view name, int64_t fallback);
 
 // NAME=VALUE from the command line: VALUE as JSON when it parses, else as a string.
 std::pair<std::string, nlohmann::json> parseAssignment(const std::string& text, const std::string& flag);

@@ -78,7 +78,7 @@ std::optional<HostTensor> constantOf(const Value* v) {
   try {
     if (v->isInitializer() && !v->isGraphInput()) return readTensor(*v->initializer());
     const Node* p = v->producer();
-    if (p && (p->domain().empty() || p->domain() == "ai.onnx") && p->opType() == "Constant")
+    if (p && isDefaultDomain(p->domain()) && p->opType() == "Constant")
       if (const Attribute* a = p->attribute("value"); a && a->t()) return readTensor(*a->t());
   } catch (const std::exception&) {
   }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/attributes.h"
 #include "analysis/fold.h"
 #include "support/error.h"
 
@@ -19,11 +20,6 @@ inline std::vector<int64_t> ints(const ir::Node& n, const char* name) {
   const ir::Attribute* a = n.attribute(name);
   if (!a) return {};
   return {a->proto().ints().begin(), a->proto().ints().end()};
-}
-inline std::optional<int64_t> intAttr(const ir::Node& n, const char* name) {
-  const ir::Attribute* a = n.attribute(name);
-  if (!a) return std::nullopt;
-  return a->proto().i();
 }
 
 inline std::vector<int64_t> stridesOf(const std::vector<int64_t>& dims) {

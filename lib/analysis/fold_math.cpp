@@ -7,6 +7,7 @@
 // the tests.
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 
 #include "analysis/fold_internal.h"
@@ -35,20 +36,28 @@ int64_t product(const std::vector<int64_t>& dims, size_t from = 0, size_t to = S
   return p;
 }
 
-// Element-wise over one float input.
-Result unaryFloat(const std::string& op, const HostTensor& x) {
+// Element-wise over one float input. The op is resolved once, not per element.
+enum class Unary { Sqrt, Exp, Log, Floor, Ceil, Round, Reciprocal };
+Result unaryFloat(const std::string& name, const HostTensor& x) {
+  static const std::map<std::string, Unary, std::less<>> ops = {
+      {"Sqrt", Unary::Sqrt}, {"Exp", Unary::Exp},     {"Log", Unary::Log},
+      {"Floor", Unary::Floor}, {"Ceil", Unary::Ceil}, {"Round", Unary::Round}};
+  auto found = ops.find(name);
+  Unary op = found == ops.end() ? Unary::Reciprocal : found->second;
   HostTensor out = x;
   dispatch(x.type, [&](auto t) {
     using T = decltype(t);
     for (size_t i = 0; i < static_cast<size_t>(x.count()); ++i) {
       T v = load<T>(x.data, i), r{};
-      if (op == "Sqrt") r = std::sqrt(v);
-      else if (op == "Exp") r = std::exp(v);
-      else if (op == "Log") r = std::log(v);
-      else if (op == "Floor") r = std::floor(v);
-      else if (op == "Ceil") r = std::ceil(v);
-      else if (op == "Round") r = std::nearbyint(v);  // halves to even, the default rounding mode
-      else r = T(1) / v;                              // Reciprocal
+      switch (op) {
+        case Unary::Sqrt: r = std::sqrt(v); break;
+        case Unary::Exp: r = std::exp(v); break;
+        case Unary::Log: r = std::log(v); break;
+        case Unary::Floor: r = std::floor(v); break;
+        case Unary::Ceil: r = std::ceil(v); break;
+        case Unary::Round: r = std::nearbyint(v); break;  // halves to even, the default rounding mode
+        case Unary::Reciprocal: r = T(1) / v; break;
+      }
       store<T>(out.data, i, r);
     }
     return 0;
@@ -103,6 +112,12 @@ std::optional<std::vector<bool>> reducedAxes(const Node& n, const std::vector<co
 // Long: the five reductions share the walk over the input; each is a line of the accumulator.
 Result reduce(const Node& n, const std::vector<const HostTensor*>& in, const HostTensor& x) {
   const std::string& op = n.opType();
+  enum class Kind { Sum, Mean, Prod, Min, Max };  // resolved once, not per element
+  const Kind kind = op == "ReduceSum"    ? Kind::Sum
+                    : op == "ReduceMean" ? Kind::Mean
+                    : op == "ReduceProd" ? Kind::Prod
+                    : op == "ReduceMin"  ? Kind::Min
+                                         : Kind::Max;
   auto reduced = reducedAxes(n, in, x.dims.size());
   if (!reduced) return one(x);
   bool keep = intAttr(n, "keepdims").value_or(1) != 0;
@@ -119,7 +134,7 @@ Result reduce(const Node& n, const std::vector<const HostTensor*>& in, const Hos
   dispatch(x.type, [&](auto tag) {
     using T = decltype(tag);
     using Acc = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;  // integers wrap, floats accumulate in double
-    std::vector<Acc> acc(static_cast<size_t>(total), op == "ReduceProd" ? Acc(1) : Acc(0));
+    std::vector<Acc> acc(static_cast<size_t>(total), kind == Kind::Prod ? Acc(1) : Acc(0));
     std::vector<bool> seen(static_cast<size_t>(total), false);
     std::vector<int64_t> idx(x.dims.size(), 0);
     for (int64_t i = 0; i < x.count(); ++i) {
@@ -129,10 +144,10 @@ Result reduce(const Node& n, const std::vector<const HostTensor*>& in, const Hos
       T v = load<T>(x.data, static_cast<size_t>(i));
       Acc& a = acc[static_cast<size_t>(o)];
       auto value = static_cast<Acc>(v);
-      if (op == "ReduceSum" || op == "ReduceMean") a = a + value;
-      else if (op == "ReduceProd") a = a * value;
+      if (kind == Kind::Sum || kind == Kind::Mean) a = a + value;
+      else if (kind == Kind::Prod) a = a * value;
       else if (!seen[static_cast<size_t>(o)]) a = value;
-      else if (op == "ReduceMin") a = static_cast<T>(a) < v ? a : value;
+      else if (kind == Kind::Min) a = static_cast<T>(a) < v ? a : value;
       else a = static_cast<T>(a) > v ? a : value;
       seen[static_cast<size_t>(o)] = true;
       for (size_t d = idx.size(); d-- > 0;) {
@@ -143,7 +158,7 @@ Result reduce(const Node& n, const std::vector<const HostTensor*>& in, const Hos
     int64_t per = total ? x.count() / total : 0;
     for (size_t o = 0; o < acc.size(); ++o) {
       T r = static_cast<T>(acc[o]);
-      if (op == "ReduceMean") {
+      if (kind == Kind::Mean) {
         if constexpr (std::is_integral_v<T>) r = per ? static_cast<T>(static_cast<int64_t>(static_cast<T>(acc[o])) / per) : T{};
         else r = static_cast<T>(acc[o] / static_cast<double>(per));
       }
@@ -367,11 +382,12 @@ Result evaluateMathOp(const Node& n, const std::vector<const HostTensor*>& in, s
   std::vector<std::vector<int64_t>> shapes;
   for (const HostTensor* t : in) shapes.push_back(t->dims);
   HostTensor out{x.type, {}, {}};
+  const bool mod = op == "Mod", mean = op == "Mean";  // resolved once, not per element
   dispatch(x.type, [&](auto tag) {
     using T = decltype(tag);
     out.dims = broadcast(shapes, op.c_str(), [&](size_t, const std::vector<size_t>& at) {
       T r = load<T>(in[0]->data, at[0]);
-      if (op == "Mod") {
+      if (mod) {
         r = modOf<T>(r, load<T>(in[1]->data, at[1]), fmod);
       } else {
         for (size_t k = 1; k < in.size(); ++k) {
@@ -380,7 +396,7 @@ Result evaluateMathOp(const Node& n, const std::vector<const HostTensor*>& in, s
           else r = static_cast<T>(r + v);
         }
         if constexpr (!std::is_integral_v<T>)
-          if (op == "Mean") r = static_cast<T>(r / static_cast<T>(in.size()));
+          if (mean) r = static_cast<T>(r / static_cast<T>(in.size()));
       }
       out.data.append(reinterpret_cast<const char*>(&r), sizeof(T));
     });

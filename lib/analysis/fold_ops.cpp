@@ -198,9 +198,10 @@ std::optional<std::vector<HostTensor>> evaluateShapeOp(const Node& n, const std:
     const HostTensor& y = need(1);
     if (x.type != TP::BOOL || y.type != TP::BOOL) badInput(op + ": inputs are not bool");
     HostTensor out{TP::BOOL, {}, {}};
+    const char kind = op[0];  // 'A'nd, 'O'r, 'X'or: resolved once, not per element
     out.dims = broadcast({x.dims, y.dims}, op.c_str(), [&](size_t, const std::vector<size_t>& at) {
       bool p = x.data[at[0]] != 0, q = y.data[at[1]] != 0;
-      out.data.push_back((op == "And" ? p && q : op == "Or" ? p || q : p != q) ? 1 : 0);
+      out.data.push_back((kind == 'A' ? p && q : kind == 'O' ? p || q : p != q) ? 1 : 0);
     });
     return one(std::move(out));
   }
@@ -220,7 +221,16 @@ std::optional<std::vector<HostTensor>> evaluateShapeOp(const Node& n, const std:
   // Comparisons and Min / Max: two inputs of one numeric type (Min / Max take more).
   for (size_t i = 1; i < in.size(); ++i)
     if (need(i).type != x.type) return refuse(op + " on inputs of different types");
-  bool compare = op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" || op == "GreaterOrEqual";
+  // The op resolved once, not per element.
+  enum class Kind { Equal, Less, Greater, LessOrEqual, GreaterOrEqual, Min, Max };
+  const Kind kind = op == "Equal"            ? Kind::Equal
+                    : op == "Less"           ? Kind::Less
+                    : op == "Greater"        ? Kind::Greater
+                    : op == "LessOrEqual"    ? Kind::LessOrEqual
+                    : op == "GreaterOrEqual" ? Kind::GreaterOrEqual
+                    : op == "Min"            ? Kind::Min
+                                             : Kind::Max;
+  bool compare = kind != Kind::Min && kind != Kind::Max;
   if (compare && in.size() != 2) badInput(op + ": needs 2 inputs");
   return dispatch(x.type, [&](auto t) -> std::optional<std::vector<HostTensor>> {
     using T = decltype(t);
@@ -230,7 +240,11 @@ std::optional<std::vector<HostTensor>> evaluateShapeOp(const Node& n, const std:
     out.dims = broadcast(shapes, op.c_str(), [&](size_t, const std::vector<size_t>& at) {
       if (compare) {
         T a = load<T>(x.data, at[0]), b = load<T>(in[1]->data, at[1]);
-        bool r = op == "Equal" ? a == b : op == "Less" ? a < b : op == "Greater" ? a > b : op == "LessOrEqual" ? a <= b : a >= b;
+        bool r = kind == Kind::Equal         ? a == b
+                 : kind == Kind::Less        ? a < b
+                 : kind == Kind::Greater     ? a > b
+                 : kind == Kind::LessOrEqual ? a <= b
+                                             : a >= b;
         out.data.push_back(r ? 1 : 0);
         return;
       }
@@ -239,7 +253,7 @@ std::optional<std::vector<HostTensor>> evaluateShapeOp(const Node& n, const std:
       for (size_t k = 0; k < in.size(); ++k) {
         T v = load<T>(in[k]->data, at[k]);
         if constexpr (std::is_floating_point_v<T>) nan |= std::isnan(v);
-        r = op == "Min" ? std::min(r, v) : std::max(r, v);
+        r = kind == Kind::Min ? std::min(r, v) : std::max(r, v);
       }
       if constexpr (std::is_floating_point_v<T>)
         if (nan) r = std::numeric_limits<T>::quiet_NaN();

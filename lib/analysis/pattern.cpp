@@ -23,10 +23,7 @@ using namespace ir;
 
 namespace pattern_detail {
 
-bool sameDomain(const std::string& a, const std::string& b) {
-  auto norm = [](const std::string& d) { return d == "ai.onnx" ? std::string() : d; };
-  return norm(a) == norm(b);
-}
+bool sameDomain(const std::string& a, const std::string& b) { return ir::domainKey(a) == ir::domainKey(b); }
 
 std::optional<std::vector<double>> numbers(const HostTensor& t) {
   std::vector<double> out;
@@ -307,7 +304,7 @@ std::vector<Node*> Pattern::apply(Model& model, Rewriter& rw, Graph& g, PatternM
       if (differ.empty()) continue;
       std::string list;
       for (const auto& d : differ) list += (list.empty() ? "" : ", ") + d;
-      if (!op.domain().empty() && op.domain() != "ai.onnx")
+      if (!ir::isDefaultDomain(op.domain()))
         usageError(where_ + ": the replacement imports " + op.domain() + " " + std::to_string(op.version()) +
                    ", the graph " + std::to_string(it->second) + ", and " + list + " differ between them");
       try {

@@ -146,10 +146,10 @@ std::vector<std::string> checkNodeAttributes(const ir::Node& node) {
 
 ImportSupport importSupport(const std::string& domain, const std::string& opType, int opset, int sinceVersion) {
   const auto& t = opsTable();
-  if (listed(t["folded_at_import"], opType) && (domain.empty() || domain == "ai.onnx")) return {true, ""};
+  if (listed(t["folded_at_import"], opType) && ir::isDefaultDomain(domain)) return {true, ""};
   if (listed(t["rewritten_before_import"], opType)) return {true, ""};
   bool graphcore = domain == "ai.graphcore";
-  if (!graphcore && !domain.empty() && domain != "ai.onnx")
+  if (!graphcore && !ir::isDefaultDomain(domain))
     return {false, "PopART imports only the ai.onnx and ai.graphcore domains"};
   const auto& ops = t[graphcore ? "ai.graphcore" : "ai.onnx"];
   auto it = ops.find(opType);
@@ -170,7 +170,7 @@ bool hasOp(const std::string& domain, const std::string& opType) {
   const auto& t = opsTable();
   if (listed(t["folded_at_import"], opType) || listed(t["rewritten_before_import"], opType)) return true;
   if (domain == "ai.graphcore") return t["ai.graphcore"].contains(opType);
-  return (domain.empty() || domain == "ai.onnx") && t["ai.onnx"].contains(opType);
+  return ir::isDefaultDomain(domain) && t["ai.onnx"].contains(opType);
 }
 
 bool foldedAtImport(const std::string& opType) { return listed(opsTable()["folded_at_import"], opType); }
@@ -185,6 +185,19 @@ std::optional<int64_t> recomputeType(const ir::Node& n) {
 
 bool isCheckpoint(const ir::Node& n) {
   return n.opType() == "Identity" && ir::isDefaultDomain(n.domain()) && recomputeType(n) == kCheckpoint;
+}
+
+std::vector<onnx::AttributeProto> checkpointAttributes() {
+  onnx::AttributeProto recompute;
+  recompute.set_name(kRecomputeAttribute);
+  recompute.set_type(onnx::AttributeProto::INT);
+  recompute.set_i(kCheckpoint);
+  onnx::AttributeProto patterns;
+  patterns.set_name("__exclude_patterns");
+  patterns.set_type(onnx::AttributeProto::STRINGS);
+  patterns.add_strings("PreUniRepl");
+  patterns.add_strings("PostNRepl");
+  return {recompute, patterns};
 }
 
 const char* const kPlacementAttributes[3] = {kIpuNumber, kPipelineStage, "__execution_phase"};
@@ -272,7 +285,7 @@ size_t fillPlacement(ir::Rewriter& rw, ir::Graph& g) {
 }
 
 bool shapeLikeOperand(const ir::Node& n, size_t input) {
-  if (!n.domain().empty() && n.domain() != "ai.onnx") return false;
+  if (!ir::isDefaultDomain(n.domain())) return false;
   const std::string& op = n.opType();
   if (op == "Reshape" || op == "Expand" || op == "Tile" || op == "TopK" || op == "Upsample" || op == "OneHot" ||
       op == "Pad")

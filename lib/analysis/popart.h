@@ -25,6 +25,11 @@ constexpr int64_t kRecompute = 2;
 bool isCheckpoint(const ir::Node& n);
 // The node's __recompute_output_in_backward_pass when it is an INT.
 std::optional<int64_t> recomputeType(const ir::Node& n);
+// The attributes Builder::checkpointOutput sets on its Identity
+// (willow/src/builder_impl.cpp:1472-1477): __recompute_output_in_backward_pass
+// = Checkpoint, and __exclude_patterns = ["PreUniRepl", "PostNRepl"], the
+// patterns that would otherwise remove the Identity.
+std::vector<onnx::AttributeProto> checkpointAttributes();
 
 // The type PopART reads a `__` attribute as, if graphrw knows the attribute.
 std::optional<onnx::AttributeProto_AttributeType> expectedType(const std::string& name);

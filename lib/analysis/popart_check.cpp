@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/attributes.h"
 #include "analysis/fold.h"
 #include "analysis/graphcore_ops.h"
 #include "analysis/popart.h"
@@ -24,14 +25,6 @@ constexpr const char* kIpu = kIpuNumber;
 constexpr const char* kStage = kPipelineStage;
 constexpr int64_t kMaxIr = 6;
 constexpr int64_t kMinOpset = 6, kMaxOpset = 11;
-
-bool isOnnx(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
-
-std::optional<int64_t> intAttribute(const Node& n, const char* name) {
-  const Attribute* a = n.attribute(name);
-  if (!a || a->type() != onnx::AttributeProto::INT) return std::nullopt;
-  return a->proto().i();
-}
 
 Graph* calleeOf(const Node& n) {
   const Attribute* a = n.attribute("callee");
@@ -130,7 +123,7 @@ class Checker {
               "; PopART checks models with ONNX 1.6's checker, which accepts IR version 6 at most");
     bool haveOnnx = false;
     for (const auto& [domain, version] : model_.opsetImports()) {
-      if (isOnnx(domain)) {
+      if (isDefaultDomain(domain)) {
         haveOnnx = true;
         onnxOpset_ = version;
         if (version < kMinOpset || version > kMaxOpset)
@@ -176,7 +169,7 @@ class Checker {
 
   void checkOp(const Node& n) {
     const std::string& domain = n.domain();
-    if (isOnnx(domain)) {
+    if (isDefaultDomain(domain)) {
       const onnx::OpSchema* s = findSchema(n.opType(), static_cast<int>(onnxOpset_), "");
       int since = s ? s->since_version() : 0;
       auto support = importSupport("", n.opType(), static_cast<int>(onnxOpset_), since);
@@ -248,7 +241,7 @@ class Checker {
       if (callee && static_cast<int>(callee->inputs().size()) != ins)
         add("graphcore-op", at(n),
             "has " + std::to_string(ins) + " inputs but its callee has " + std::to_string(callee->inputs().size()));
-      if (auto k = intAttribute(n, "num_outputs"); k && *k != outs)
+      if (auto k = intAttr(n, "num_outputs"); k && *k != outs)
         add("graphcore-op", at(n), "num_outputs is " + std::to_string(*k) + " but the node has " + std::to_string(outs));
     }
   }
@@ -286,7 +279,7 @@ class Checker {
   std::unordered_set<const Node*> foldedNodes() const {
     std::unordered_set<const Node*> folded;
     for (const Node* n : mainNodes_) {
-      bool yes = foldedAtImport(n->opType()) && isOnnx(n->domain());
+      bool yes = foldedAtImport(n->opType()) && isDefaultDomain(n->domain());
       if (!yes && !n->inputs().empty() && !isCall(*n)) {
         yes = true;
         for (const Value* v : n->inputs())
@@ -315,13 +308,13 @@ class Checker {
     std::map<int64_t, std::map<int64_t, const Node*>> ipusOfStage;
     std::set<int64_t> stages;
     for (const Node* n : mainNodes_) {
-      auto stage = intAttribute(*n, kStage);
+      auto stage = intAttr(*n, kStage);
       if (!stage) continue;
       stages.insert(*stage);
-      if (auto ipu = intAttribute(*n, kIpu)) ipusOfStage[*stage].emplace(*ipu, n);
+      if (auto ipu = intAttr(*n, kIpu)) ipusOfStage[*stage].emplace(*ipu, n);
       for (const Value* v : n->inputs()) {
         if (!v || !v->producer()) continue;
-        auto from = intAttribute(*v->producer(), kStage);
+        auto from = intAttr(*v->producer(), kStage);
         if (from && *from > *stage)
           add("stage-order", at(*n),
               "is in pipeline stage " + std::to_string(*stage) + " but reads '" + v->name() + "' from " +
@@ -346,10 +339,10 @@ class Checker {
     // Ops inside a callee run where their Call runs.
     for (const Node* call : calls_) {
       for (const char* key : {kIpu, kStage}) {
-        auto want = intAttribute(*call, key);
+        auto want = intAttr(*call, key);
         if (!want) continue;
         for (const Node* n : calleeNodes_[graphName(*calleeOf(*call))]) {
-          auto have = intAttribute(*n, key);
+          auto have = intAttr(*n, key);
           if (have == want) continue;
           add("callee-placement", at(*n),
               std::string(have ? "has " + std::string(key) + " " + std::to_string(*have) : "has no " + std::string(key)) +

@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "analysis/attributes.h"
 #include "analysis/popart.h"
 #include "analysis/types.h"
 #include "ir/rewriter.h"
@@ -30,10 +31,6 @@ uint64_t product(const std::vector<int64_t>& dims) {
   return c;
 }
 
-int64_t intAttribute(const Node& n, std::string_view name, int64_t fallback) {
-  const Attribute* a = n.attribute(name);
-  return a ? a->proto().i() : fallback;
-}
 
 std::optional<std::vector<int64_t>> shapeOf(const Value* v) { return v ? staticShape(v) : std::nullopt; }
 
@@ -93,7 +90,7 @@ std::optional<uint64_t> nodeFlops(const Node& n) {
   }
   if (op == "Gemm") {
     if (!a || a->size() != 2 || !out) return std::nullopt;
-    int64_t k = intAttribute(n, "transA", 0) ? (*a)[0] : (*a)[1];
+    int64_t k = intAttr(n, "transA", 0) ? (*a)[0] : (*a)[1];
     return 2 * static_cast<uint64_t>(k) * product(*out);
   }
   if (!w || w->size() < 2 || (*w)[0] <= 0) return std::nullopt;

@@ -328,7 +328,7 @@ onnx::ModelProto standardOnnx(ir::Model& model) {
   onnx::ModelProto m = readModelProto(dir / "expanded.onnx");
   int64_t opset = 0;
   for (const auto& o : m.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+    if (ir::isDefaultDomain(o.domain())) opset = o.version();
   Mapper(*m.mutable_graph(), opset).run();
   for (int i = 0; i < m.opset_import_size(); ++i)
     if (m.opset_import(i).domain() == "ai.graphcore") m.mutable_opset_import()->DeleteSubrange(i--, 1);

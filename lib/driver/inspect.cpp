@@ -39,7 +39,7 @@ Counts countNodes(const Model& model, const Graph& g) {
   Counts c;
   for (const auto& n : g.nodes()) {
     c.nodes++;
-    c.ops[{isDefaultDomain(n->domain()) ? "ai.onnx" : n->domain(), n->opType()}]++;
+    c.ops[{domainShown(n->domain()), n->opType()}]++;
     if (model.findFunction(n->domain(), n->opType(), n->overload()))
       c.calls[{n->domain(), n->opType(), n->overload()}]++;
     for (const auto& a : n->attributes())
@@ -78,7 +78,7 @@ class GraphLister {
         for (const auto& sub : a.graphs()) subs.push_back(sub.get());
         for (const Graph* sub : subs) {
           subgraphs++;
-          bool callee = n->domain() == "ai.graphcore" && n->opType() == "Call" && a.name() == "callee";
+          bool callee = popart::isCall(*n) && a.name() == "callee";
           if (callee) {
             std::string calleeName = sub->residual().name();
             if (auto it = callees_.find(calleeName); it != callees_.end()) {
@@ -124,7 +124,7 @@ json inspectModel(Model& model) {
   j["model_version"] = r.model_version();
   json opsets = json::array();
   for (const auto& op : r.opset_import())
-    opsets.push_back({{"domain", op.domain().empty() ? "ai.onnx" : op.domain()}, {"version", op.version()}});
+    opsets.push_back({{"domain", domainShown(op.domain())}, {"version", op.version()}});
   j["opset_import"] = opsets;
 
   Graph& g = model.graph();

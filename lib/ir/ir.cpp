@@ -379,7 +379,7 @@ std::vector<std::string> Function::attributeNames() const {
 
 std::map<std::string, int64_t> Function::opsetImports() const {
   std::map<std::string, int64_t> result;
-  for (const auto& op : residual_.opset_import()) result[op.domain() == "ai.onnx" ? "" : op.domain()] = op.version();
+  for (const auto& op : residual_.opset_import()) result[domainKey(op.domain())] = op.version();
   return result;
 }
 
@@ -397,7 +397,7 @@ Model::~Model() = default;
 
 std::map<std::string, int64_t> Model::opsetImports() const {
   std::map<std::string, int64_t> result;
-  for (const auto& op : residual_.opset_import()) result[op.domain() == "ai.onnx" ? "" : op.domain()] = op.version();
+  for (const auto& op : residual_.opset_import()) result[domainKey(op.domain())] = op.version();
   return result;
 }
 

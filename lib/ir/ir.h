@@ -447,7 +447,12 @@ class Model {
 std::string opName(const Node& node);
 // The one way messages name a node: "node 'NAME' (DOMAIN::OP)".
 std::string nodeLabel(const Node& node);
+// ONNX's default domain is spelled "" or "ai.onnx": one predicate and its two spellings.
 bool isDefaultDomain(std::string_view domain);
+// The domain as a key (opset imports, schema look-ups): "" for the default one.
+std::string domainKey(std::string_view domain);
+// The domain as messages show it: "ai.onnx" for the default one.
+std::string domainShown(std::string_view domain);
 // The element size in bytes of an ONNX data type (0 for STRING / unknown).
 size_t elementSize(int32_t dataType);
 const char* dataTypeName(int32_t dataType);

@@ -8,6 +8,8 @@ namespace graphrw::ir {
 
 
 bool isDefaultDomain(std::string_view domain) { return domain.empty() || domain == "ai.onnx"; }
+std::string domainKey(std::string_view domain) { return isDefaultDomain(domain) ? std::string() : std::string(domain); }
+std::string domainShown(std::string_view domain) { return isDefaultDomain(domain) ? "ai.onnx" : std::string(domain); }
 
 std::string nodeLabel(const Node& node) {
   if (node.name().empty())  // unnamed: named by what it produces
@@ -17,7 +19,7 @@ std::string nodeLabel(const Node& node) {
 }
 
 std::string opName(const Node& node) {
-  return (isDefaultDomain(node.domain()) ? std::string("ai.onnx") : node.domain()) + "::" + node.opType();
+  return domainShown(node.domain()) + "::" + node.opType();
 }
 
 const char* dataTypeName(int32_t t) {

@@ -7,6 +7,9 @@ is refused rather than passed):
 - no production path into tests/: the tool's sources (lib/, passes/, tools/,
   cmake/) name no file below tests/, and GRAPHRW_IR_TESTING (the test-only
   access to the IR, ir/tensor.h) is defined nowhere but in tests/;
+- one definition each for what was once written again in many files: the
+  default domain test (ir::isDefaultDomain, domainKey, domainShown), the
+  ai.graphcore::Call test (popart::isCall), PopART pattern names;
 - no source file of the tool over 500 lines (split by concern instead), and
   no function over 80 lines without a reason: a comment starting "Long:" in
   the lines just above it.
@@ -102,6 +105,15 @@ for f in files:
                                  f"use findSchema / schemaRegistry, which register the ai.graphcore ops first")
                 if "GRAPHRW_IR_TESTING" in code and f != "lib/ir/tensor.h":
                     check(False, f"{f}:{lineno}: GRAPHRW_IR_TESTING outside tests/ opens the IR to this target")
+                # One definition each for what was written again in many files.
+                if re.search(r'[=!]= *"ai\.onnx"|"ai\.onnx" *[=!]=', code) and f != "lib/ir/labels.cpp":
+                    check(False, f"{f}:{lineno}: the default domain tested by hand: use ir::isDefaultDomain, "
+                                 f"ir::domainKey or ir::domainShown")
+                if re.search(r'"Call"', code) and re.search(r'"ai\.graphcore"', code) and "==" in code \
+                        and f != "lib/analysis/popart.cpp":
+                    check(False, f"{f}:{lineno}: ai.graphcore::Call tested by hand: use popart::isCall")
+                if re.search(r'"(PreUniRepl|PostNRepl)"', code) and f != "lib/analysis/popart.cpp":
+                    check(False, f"{f}:{lineno}: a PopART pattern name outside lib/analysis/popart.cpp")
         if f.endswith((".cpp", ".h")):
             n = text.count("\n")
             check(n <= MAX_LINES, f"{f}: {n} lines (at most {MAX_LINES}: split it by concern)")

@@ -51,6 +51,10 @@ expect("check_tree.py", {}, True)
 expect("check_tree.py", {"writes through*": "Catch output\n"}, False, "writes through*")
 expect("check_tree.py", {"lib/driver/paths.h": 'const char* kDir = "/src/tests/ort";\n'}, False, "lib/driver/paths.h:1")
 expect("check_tree.py", {"passes/big.cpp": "int x;\n" * 501}, False, "passes/big.cpp: 501 lines")
+expect("check_tree.py", {"passes/dom.cpp": 'bool d = n.domain() == "ai.onnx";\n'}, False, "passes/dom.cpp:1: the default domain")
+expect("check_tree.py", {"lib/driver/c.cpp": 'bool c = n.opType() == "Call" && n.domain() == "ai.graphcore";\n'}, False,
+       "lib/driver/c.cpp:1: ai.graphcore::Call tested by hand")
+expect("check_tree.py", {"passes/p.cpp": 'a.add_strings("PostNRepl");\n'}, False, "passes/p.cpp:1: a PopART pattern name")
 expect("check_tree.py", {"lib/analysis/open.cpp": "#define GRAPHRW_IR_TESTING\n"}, False, "lib/analysis/open.cpp:1")
 long_body = "  x += 1;\n" * 85
 expect("check_tree.py", {"passes/long.cpp": "// A pass.\nint f(int x) {\n" + long_body + "  return x;\n}\n"}, False,
