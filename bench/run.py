@@ -103,22 +103,22 @@ def io_bench(args, out):
     res = measure(spawn, with_baseline({
         "cp": ["cp", model, outputs[0]],
         "convert": [g, "-q", "convert", model, "-o", outputs[1]],
-        # issue 23: the same read from a pipe (spooled to an unlinked temporary file and mapped)
+        # the same read from a pipe (spooled to an unlinked temporary file and mapped)
         "convert from a pipe": ["sh", "-c", f"cat '{model}' | '{g}' -q convert - -o '{outputs[1]}'"],
         "expand": [g, "-q", "expand", model, "-o", outputs[2]],
-        # issue 13: down to opset 11 (functions converted with the model, types from call sites)
+        # down to opset 11 (functions converted with the model, types from call sites)
         "opset 11": [g, "-q", "opset", model, "--to", "11", "-o", outputs[3]],
-        # issue 14: the whole PopART preparation (legalize, Dropout, checkpoint, outline per layer)
+        # the whole PopART preparation (legalize, Dropout, checkpoint, outline per layer)
         "popart rules": [g, "-q", "run", os.path.join(ROOT, "examples", "popart.rules.json"), model, "-o", outputs[4]],
-        # issue 27: the same preparation in training mode (legalize --mode training, checkpoint, outline)
+        # the same preparation in training mode (legalize --mode training, checkpoint, outline)
         "popart training rules": [g, "-q", "run", os.path.join(ROOT, "bench", "rules", "popart-prep-training.rules.json"), model,
                                   "-o", outputs[8]],
-        # issue 27: legalize in training mode (every parameter kept and checked against the input)
+        # legalize in training mode (every parameter kept and checked against the input)
         "legalize training": [g, "-q", "legalize", model, "--mode", "training", "-o", outputs[6]],
-        # issue 15: the whole pattern library
+        # the whole pattern library
         "pattern library": [g, "-q", "run", os.path.join(ROOT, "bench", "rules", "pattern-library.rules.json"), model,
                             "-o", outputs[5]],
-        # issue 27: the same on the inlined model, where qkv-fusion folds weights (spilled, not held)
+        # the same on the inlined model, where qkv-fusion folds weights (spilled, not held)
         "pattern library, inlined": [g, "-q", "run", os.path.join(ROOT, "bench", "rules", "pattern-library.rules.json"),
                                      flat, "-o", outputs[7]],
     }, g), args.runs, before=fresh)
@@ -333,7 +333,7 @@ def main():
                   f"({v['peak_rss_bytes'] / 1e6:.0f} MB)")
         over = [k for k, v in report["scaling"]["results"].items()
                 if k.endswith(" 1M") and v["peak_rss_bytes"] > 400e6]
-        print(f"1M rows over 400 MB (issue 27 item 2): {', '.join(over) if over else 'none'}")
+        print(f"1M rows over 400 MB (the memory target): {', '.join(over) if over else 'none'}")
         ratios = ", ".join(f"{name} x{report['scaling'][f'ratio_{name}_1M_to_10k']:.1f}"
                            for name in SCALING_ROWS)
         print(f"scaling 1M/10k nodes: {ratios} (100 = linear)")

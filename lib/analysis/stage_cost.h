@@ -1,4 +1,4 @@
-// The cost model of pipeline stages and IPUs (issue 28; docs/popart.md, "Stage
+// The cost model of pipeline stages and IPUs (docs/popart.md, "Stage
 // costs"): what each IPU holds (weights; in training their gradients and
 // optimizer state, and the activations kept for the backward pass) and the
 // work each stage does (FLOPs of MatMul, Gemm, Conv and ConvTranspose), read

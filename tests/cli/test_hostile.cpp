@@ -1,4 +1,4 @@
-// Hostile input on the surfaces the newer passes added (issue 24): pattern
+// Hostile input on the surfaces the newer passes added: pattern
 // and template text, selectors on crafted names, nesting, numbers, option
 // values. Every case ends in seconds with a documented exit code and a
 // one-line error, or in exit 0 with an output validate accepts.

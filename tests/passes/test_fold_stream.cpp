@@ -1,4 +1,4 @@
-// Concat of large weights folded as views (issue 27: qkv-fusion's weights
+// Concat of large weights folded as views (qkv-fusion's weights
 // folded by streaming, never materialised whole).
 #include <catch2/catch.hpp>
 

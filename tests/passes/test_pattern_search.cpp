@@ -1,4 +1,4 @@
-// pattern: the search itself on inputs made to blow it up (issue 24): a
+// pattern: the search itself on inputs made to blow it up: a
 // commutative chain that fails deep down, long chain patterns on long models,
 // and the step budget that ends what the memos cannot tame.
 #include <catch2/catch.hpp>
