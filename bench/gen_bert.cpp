@@ -31,9 +31,12 @@ std::string functions(const Config& c) {
      << "  shape = Constant <value = int64[4] {0, 0, " << c.heads << ", " << headDim << "}> ()\n"
      << "  merged = Constant <value = int64[3] {0, 0, " << c.hidden << "}> ()\n"
      << "  scale = Constant <value = float {" << 1.0 / std::sqrt(static_cast<double>(headDim)) << "}> ()\n"
-     << "  q0 = MatMul (x, wq)\n  q1 = Add (q0, bq)\n  q2 = Reshape (q1, shape)\n  q = Transpose <perm = [0, 2, 1, 3]> (q2)\n"
-     << "  k0 = MatMul (x, wk)\n  k1 = Add (k0, bk)\n  k2 = Reshape (k1, shape)\n  k = Transpose <perm = [0, 2, 3, 1]> (k2)\n"
-     << "  v0 = MatMul (x, wv)\n  v1 = Add (v0, bv)\n  v2 = Reshape (v1, shape)\n  v = Transpose <perm = [0, 2, 1, 3]> (v2)\n"
+     << "  q0 = MatMul (x, wq)\n  q1 = Add (q0, bq)\n  q2 = Reshape (q1, shape)\n  q = Transpose <perm = [0, 2, 1, 3]> "
+        "(q2)\n"
+     << "  k0 = MatMul (x, wk)\n  k1 = Add (k0, bk)\n  k2 = Reshape (k1, shape)\n  k = Transpose <perm = [0, 2, 3, 1]> "
+        "(k2)\n"
+     << "  v0 = MatMul (x, wv)\n  v1 = Add (v0, bv)\n  v2 = Reshape (v1, shape)\n  v = Transpose <perm = [0, 2, 1, 3]> "
+        "(v2)\n"
      << "  s0 = MatMul (q, k)\n  s1 = Mul (s0, scale)\n  s2 = Add (s1, mask)\n  p = Softmax <axis = -1> (s2)\n"
      << "  c0 = MatMul (p, v)\n  c1 = Transpose <perm = [0, 2, 1, 3]> (c0)\n  ctx = Reshape (c1, merged)\n"
      << "}\n"
@@ -104,7 +107,8 @@ std::string mainGraph(const Config& c, const std::vector<Weight>& ws) {
   for (int l = 0; l < c.layers; ++l) {
     std::string p = "L" + std::to_string(l) + "_";
     os << "  h" << l + 1 << " = " << kDomain << ".BertLayer (h" << l << ", attention_mask";
-    for (const char* n : {"wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo", "g1", "b1", "wi", "bi", "w2", "b2", "g2", "b2n"})
+    for (const char* n :
+         {"wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo", "g1", "b1", "wi", "bi", "w2", "b2", "g2", "b2n"})
       os << ", " << p << n;
     os << ")\n";
   }
@@ -145,24 +149,32 @@ int main(int argc, char** argv) {
   auto* g = model.mutable_graph();
   for (int i = 0; i < g->node_size(); ++i) {
     auto* n = g->mutable_node(i);
-    if (n->op_type() == "BertLayer") n->set_name("/encoder/layer." + std::to_string(i - 4));
-    else if (i < 4) n->set_name("/embeddings/" + n->op_type() + "_" + std::to_string(i));
-    else n->set_name("/output/" + n->op_type());
+    if (n->op_type() == "BertLayer")
+      n->set_name("/encoder/layer." + std::to_string(i - 4));
+    else if (i < 4)
+      n->set_name("/embeddings/" + n->op_type() + "_" + std::to_string(i));
+    else
+      n->set_name("/output/" + n->op_type());
   }
   for (auto& f : *model.mutable_functions())
     for (int i = 0; i < f.node_size(); ++i) {
       auto* n = f.mutable_node(i);
-      if (n->op_type() == "BertAttention") n->set_name("/attention");
-      else if (n->op_type() == "BertSelfAttention") n->set_name("/self");
-      else n->set_name("/" + n->op_type() + "_" + std::to_string(i));
+      if (n->op_type() == "BertAttention")
+        n->set_name("/attention");
+      else if (n->op_type() == "BertSelfAttention")
+        n->set_name("/self");
+      else
+        n->set_name("/" + n->op_type() + "_" + std::to_string(i));
     }
   // Rename the short weight names of the text to their full names.
-  std::map<std::string, std::string> rename = {{"word", ws[0].name}, {"ttype", ws[1].name}, {"eln_g", ws[2].name},
-                                               {"eln_b", ws[3].name}};
-  const char* shortNames[] = {"wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo", "g1", "b1", "wi", "bi", "w2", "b2", "g2", "b2n"};
+  std::map<std::string, std::string> rename = {
+      {"word", ws[0].name}, {"ttype", ws[1].name}, {"eln_g", ws[2].name}, {"eln_b", ws[3].name}};
+  const char* shortNames[] = {"wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo",
+                              "g1", "b1", "wi", "bi", "w2", "b2", "g2", "b2n"};
   for (int l = 0; l < c.layers; ++l)
     for (int k = 0; k < 16; ++k)
-      rename["L" + std::to_string(l) + "_" + shortNames[k]] = ws[4 + static_cast<size_t>(l) * 16 + static_cast<size_t>(k)].name;
+      rename["L" + std::to_string(l) + "_" + shortNames[k]] =
+          ws[4 + static_cast<size_t>(l) * 16 + static_cast<size_t>(k)].name;
   for (auto& n : *g->mutable_node())
     for (auto& in : *n.mutable_input())
       if (auto it = rename.find(in); it != rename.end()) in = it->second;

@@ -29,7 +29,8 @@ class CheckpointRun {
       for (const auto& n : model.graph().nodes())
         if (const Attribute* a = n->attribute(popart::kPipelineStage))
           usageError("checkpoint --mode recompute: the model is placed in pipeline stages (" + nodeLabel(*n) + " has " +
-                     a->name() + "); PopART refuses user recomputation marks when pipelining "
+                     a->name() +
+                     "); PopART refuses user recomputation marks when pipelining "
                      "(transforms/pipeline.cpp:1344): use --mode checkpoint");
     model.walkGraphs([&](Graph& g) { graphs_.push_back(&g); });
     // Blocks are found before any edit: a checkpoint added in one graph is not a match in another.
@@ -42,10 +43,13 @@ class CheckpointRun {
       const Node* call = g->parentNode();
       if (call && popart::isCall(*call)) {
         if (!blocks.empty() && warnedCallees_.insert(g->residual().name()).second)
-          spdlog::warn("checkpoint: {} block(s) inside the callee '{}' left alone: PopART ignores recomputation "
-                       "marks in callees; select the Call ({}) instead",
-                       blocks.size(), g->residual().name(), nodeLabel(*call));
-        if (!blocks.empty()) context.details["blocks_in_callees_skipped"] = context.details.value("blocks_in_callees_skipped", 0) + blocks.size();
+          spdlog::warn(
+              "checkpoint: {} block(s) inside the callee '{}' left alone: PopART ignores recomputation "
+              "marks in callees; select the Call ({}) instead",
+              blocks.size(), g->residual().name(), nodeLabel(*call));
+        if (!blocks.empty())
+          context.details["blocks_in_callees_skipped"] =
+              context.details.value("blocks_in_callees_skipped", 0) + blocks.size();
         continue;
       }
       matched_ += blocks.size();
@@ -58,8 +62,10 @@ class CheckpointRun {
     for (auto& [g, blocks] : work)
       for (const Block& b : blocks) {
         selected_++;
-        if (options_.mode == CheckpointOptions::Mode::Recompute) markRecompute(b);
-        else checkpointBlock(*g, b);
+        if (options_.mode == CheckpointOptions::Mode::Recompute)
+          markRecompute(b);
+        else
+          checkpointBlock(*g, b);
       }
     context.matched = matched_;
     context.details["blocks_matched"] = matched_;
@@ -140,7 +146,9 @@ class CheckpointPass final : public Pass {
  public:
   explicit CheckpointPass(CheckpointOptions options) : options_(std::move(options)) {}
   std::string name() const override { return kCheckpointPass; }
-  void run(Model& model, PassContext& context) const override { CheckpointRun(options_, context.rewriter).run(model, context); }
+  void run(Model& model, PassContext& context) const override {
+    CheckpointRun(options_, context.rewriter).run(model, context);
+  }
 
  private:
   const CheckpointOptions options_;
@@ -154,7 +162,8 @@ CheckpointOptions::Mode CheckpointOptions::parseCheckpointMode(const std::string
   usageError("checkpoint mode must be 'checkpoint' or 'recompute', not '" + text + "'");
 }
 
-CheckpointOptions checkpointOptionsFromJson(const nlohmann::json& given, const RuleContext& rules, const std::string& pointer) {
+CheckpointOptions checkpointOptionsFromJson(const nlohmann::json& given, const RuleContext& rules,
+                                            const std::string& pointer) {
   const nlohmann::json j = withDefaults(kCheckpointPass, given);
   CheckpointOptions o;
   auto at = [&](const std::string& p) { return rules.at(p); };
@@ -178,24 +187,37 @@ using Kind = OptionSpec::Kind;
 const RegisterPass registration{PassSpec{
     .name = kCheckpointPass,
     .summary = "Insert PopART recomputation checkpoints after blocks, or mark them Recompute",
-    .description = "PopART recomputation checkpoints after the outputs of chosen blocks, or Recompute marks on their nodes.",
+    .description =
+        "PopART recomputation checkpoints after the outputs of chosen blocks, or Recompute marks on their nodes.",
     .outputTag = "checkpointed",
     .options =
         {
-            {.key = "after", .flags = "--after", .kind = Kind::Selectors,
+            {.key = "after",
+             .flags = "--after",
+             .kind = Kind::Selectors,
              .help = "The blocks: nodes, calls of a local function, or scopes (each distinct prefix is one block); "
                      "on the command line key=value,... (repeat for any-of)",
-             .schema = {{"$ref", "../rules.schema.json#/$defs/selectors"}}, .required = true},
-            {.key = "every", .flags = "--every", .kind = Kind::Integer,
+             .schema = {{"$ref", "../rules.schema.json#/$defs/selectors"}},
+             .required = true},
+            {.key = "every",
+             .flags = "--every",
+             .kind = Kind::Integer,
              .help = "Keep only the K-th, 2K-th, ... matched block of each graph",
-             .schema = {{"type", "integer"}, {"minimum", 1}}, .defaultValue = 1},
-            {.key = "mode", .flags = "--mode", .kind = Kind::String,
+             .schema = {{"type", "integer"}, {"minimum", 1}},
+             .defaultValue = 1},
+            {.key = "mode",
+             .flags = "--mode",
+             .kind = Kind::String,
              .help = "checkpoint: an Identity with __recompute_output_in_backward_pass = 1 after each block output; "
                      "recompute: set it to 2 on the blocks' nodes",
-             .schema = {{"enum", {"checkpoint", "recompute"}}}, .defaultValue = "checkpoint"},
-            {.key = "allow_no_match", .flags = "--allow-no-match", .kind = Kind::Flag,
+             .schema = {{"enum", {"checkpoint", "recompute"}}},
+             .defaultValue = "checkpoint"},
+            {.key = "allow_no_match",
+             .flags = "--allow-no-match",
+             .kind = Kind::Flag,
              .help = "A selector matching nothing is a warning, not an error",
-             .schema = {{"type", "boolean"}}, .defaultValue = false},
+             .schema = {{"type", "boolean"}},
+             .defaultValue = false},
         },
     .examples =
         {
@@ -203,9 +225,10 @@ const RegisterPass registration{PassSpec{
             "graphrw checkpoint model.onnx --after op_type=BertLayer --every 2",
             "graphrw checkpoint model.onnx --after 'scope=/encoder/layer.*' --mode recompute",
         },
-    .create = [](const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
-      return createCheckpointPass(checkpointOptionsFromJson(entry, where, pointer));
-    },
+    .create =
+        [](const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
+          return createCheckpointPass(checkpointOptionsFromJson(entry, where, pointer));
+        },
 }};
 
 }  // namespace

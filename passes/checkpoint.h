@@ -24,6 +24,7 @@ struct CheckpointOptions {
 };
 
 std::unique_ptr<Pass> createCheckpointPass(CheckpointOptions options);
-CheckpointOptions checkpointOptionsFromJson(const nlohmann::json& j, const RuleContext& rules, const std::string& pointer);
+CheckpointOptions checkpointOptionsFromJson(const nlohmann::json& j, const RuleContext& rules,
+                                            const std::string& pointer);
 
 }  // namespace graphrw::passes

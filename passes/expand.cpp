@@ -110,14 +110,13 @@ class ExpandRun {
     std::string domain = isDefaultDomain(n.domain()) ? "" : n.domain();
     auto it = opsets.find(domain);
     int64_t version = it != opsets.end() ? it->second : 0;
-    const onnx::OpSchema* schema =
-        version > 0 ? findSchema(n.opType(), static_cast<int>(version), domain) : nullptr;
+    const onnx::OpSchema* schema = version > 0 ? findSchema(n.opType(), static_cast<int>(version), domain) : nullptr;
     if (!schema) {
       spdlog::debug("expand: {} is neither a local function nor a known op; left alone", nodeLabel(n));
       return t;
     }
-    bool wanted = options_.schemaAll ||
-                  std::find(options_.schemaOps.begin(), options_.schemaOps.end(), n.opType()) != options_.schemaOps.end();
+    bool wanted = options_.schemaAll || std::find(options_.schemaOps.begin(), options_.schemaOps.end(), n.opType()) !=
+                                            options_.schemaOps.end();
     if (wanted && (schema->HasFunction() || schema->HasContextDependentFunction()))
       t = {Kind::SchemaOp, nullptr, schema, "schema " + n.opType()};
     return t;
@@ -131,7 +130,8 @@ class ExpandRun {
     for (const auto& n : g.nodes()) {
       work.push_back(n.get());
       if (phase_ == Phase::Calls)
-        if (Function* f = model_->findFunction(n->domain(), n->opType(), n->overload())) growth += f->body().nodeCount();
+        if (Function* f = model_->findFunction(n->domain(), n->opType(), n->overload()))
+          growth += f->body().nodeCount();
     }
     // Each inlined call's node name (and any output it does not hand on) goes
     // as its body comes in: room for those slots too, not a rebuild near the end.
@@ -360,8 +360,10 @@ ExpandOptions expandOptionsFromJson(const nlohmann::json& given, const RuleConte
   if (j.contains("select")) o.select = SelectorSet::fromJson(j["select"], at, pointer + "/select");
   if (j.contains("exclude")) o.exclude = SelectorSet::fromJson(j["exclude"], at, pointer + "/exclude");
   if (j.contains("schema_ops")) {
-    if (j["schema_ops"].is_string()) o.schemaAll = true;
-    else o.schemaOps = j["schema_ops"].get<std::vector<std::string>>();
+    if (j["schema_ops"].is_string())
+      o.schemaAll = true;
+    else
+      o.schemaOps = j["schema_ops"].get<std::vector<std::string>>();
   }
   // Each named op must be an ai.onnx op with a function body (at some version): checked before any model is read.
   std::vector<std::string> bodied, all;
@@ -386,7 +388,9 @@ ExpandOptions expandOptionsFromJson(const nlohmann::json& given, const RuleConte
   return o;
 }
 
-std::unique_ptr<Pass> createExpandPass(ExpandOptions options) { return std::make_unique<ExpandPass>(std::move(options)); }
+std::unique_ptr<Pass> createExpandPass(ExpandOptions options) {
+  return std::make_unique<ExpandPass>(std::move(options));
+}
 
 namespace {
 
@@ -400,31 +404,47 @@ nlohmann::json schemaOpsJson(const std::vector<std::string>& values) {
 
 const RegisterPass registration{PassSpec{
     .name = kExpandPass,
-    .summary = "Inline model-local functions, ai.graphcore::Call callees and, with --schema-ops, function-bodied standard ops",
+    .summary =
+        "Inline model-local functions, ai.graphcore::Call callees and, with --schema-ops, function-bodied standard ops",
     .outputTag = "expanded",
     .options =
         {
-            {.key = "select", .flags = "--select", .kind = Kind::Selectors,
+            {.key = "select",
+             .flags = "--select",
+             .kind = Kind::Selectors,
              .help = "Only calls matching this selector (absent: every call); key=value,... (repeat for any-of)",
              .schema = {{"$ref", "../rules.schema.json#/$defs/selectors"}}},
-            {.key = "exclude", .flags = "--exclude", .kind = Kind::Selectors,
+            {.key = "exclude",
+             .flags = "--exclude",
+             .kind = Kind::Selectors,
              .help = "Never inline nodes matching this selector (calls and schema ops; repeatable)",
              .schema = {{"$ref", "../rules.schema.json#/$defs/selectors"}}},
-            {.key = "schema_ops", .flags = "--schema-ops", .kind = Kind::List,
+            {.key = "schema_ops",
+             .flags = "--schema-ops",
+             .kind = Kind::List,
              .help = "Also expand standard ops with a schema function body: all, or a list of op types",
              .schema = {{"oneOf",
                          {{{"const", "all"}},
                           {{"type", "array"}, {"items", {{"type", "string"}, {"minLength", 1}}}, {"minItems", 1}}}}},
              .convert = schemaOpsJson},
-            {.key = "convert_opset", .flags = "--convert-opset", .kind = Kind::Flag,
+            {.key = "convert_opset",
+             .flags = "--convert-opset",
+             .kind = Kind::Flag,
              .help = "Convert bodies whose ai.onnx version differs, as the opset pass converts",
-             .schema = {{"type", "boolean"}}, .defaultValue = false},
-            {.key = "allow_no_match", .flags = "--allow-no-match", .kind = Kind::Flag,
+             .schema = {{"type", "boolean"}},
+             .defaultValue = false},
+            {.key = "allow_no_match",
+             .flags = "--allow-no-match",
+             .kind = Kind::Flag,
              .help = "A selector matching nothing is a warning, not an error",
-             .schema = {{"type", "boolean"}}, .defaultValue = false},
-            {.key = "max_nodes", .flags = "--max-nodes", .kind = Kind::Integer,
+             .schema = {{"type", "boolean"}},
+             .defaultValue = false},
+            {.key = "max_nodes",
+             .flags = "--max-nodes",
+             .kind = Kind::Integer,
              .help = "Refuse an expansion that would create more nodes than this",
-             .schema = {{"type", "integer"}, {"minimum", 1}}, .defaultValue = 10'000'000},
+             .schema = {{"type", "integer"}, {"minimum", 1}},
+             .defaultValue = 10'000'000},
         },
     .examples =
         {
@@ -432,9 +452,8 @@ const RegisterPass registration{PassSpec{
             "graphrw expand model.onnx --select op_type=BertLayer --exclude name=/encoder/layer.11",
             "graphrw expand model.onnx --schema-ops LayerNormalization,Softmax -o - | graphrw inspect -",
         },
-    .create = [](const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
-      return createExpandPass(expandOptionsFromJson(entry, where, pointer));
-    },
+    .create = [](const nlohmann::json& entry, const RuleContext& where,
+                 const std::string& pointer) { return createExpandPass(expandOptionsFromJson(entry, where, pointer)); },
 }};
 
 }  // namespace

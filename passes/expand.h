@@ -15,12 +15,13 @@ inline constexpr const char* kExpandPass = "expand";
 
 // The defaults are the pass's declared ones (expand.cpp).
 struct ExpandOptions {
-  bool calls = true;                  // inline calls at all (false: schema ops only; not a rule-file option)
-  SelectorSet select;                 // calls to inline; empty: every call
-  SelectorSet exclude;                // never inlined (calls and schema ops)
-  bool schemaAll = false;             // --schema-ops all
-  std::vector<std::string> schemaOps; // --schema-ops OP,OP
-  bool convertOpset = optionDefaultAs<bool>(kExpandPass, "convert_opset");  // convert bodies whose ai.onnx version differs
+  bool calls = true;  // inline calls at all (false: schema ops only; not a rule-file option)
+  SelectorSet select;  // calls to inline; empty: every call
+  SelectorSet exclude;  // never inlined (calls and schema ops)
+  bool schemaAll = false;  // --schema-ops all
+  std::vector<std::string> schemaOps;  // --schema-ops OP,OP
+  bool convertOpset =
+      optionDefaultAs<bool>(kExpandPass, "convert_opset");  // convert bodies whose ai.onnx version differs
   bool allowNoMatch = optionDefaultAs<bool>(kExpandPass, "allow_no_match");
   uint64_t maxNodes = optionDefaultAs<uint64_t>(kExpandPass, "max_nodes");  // refuse an expansion creating more nodes
 };

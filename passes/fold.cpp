@@ -107,7 +107,8 @@ class FoldRun {
     std::vector<std::pair<Value*, Value*>> same;
     for (const auto& init : model_.graph().initializers()) {
       Value* v = init.value;
-      if (before.count(v) || v->isGraphInput() || v->graphOutputCount() > 0 || v->initializer()->storedBytes() > kSmall) continue;
+      if (before.count(v) || v->isGraphInput() || v->graphOutputCount() > 0 || v->initializer()->storedBytes() > kSmall)
+        continue;
       auto [it, fresh] = first.emplace(contentKey(readTensor(*v->initializer())), v);
       if (!fresh) same.emplace_back(v, it->second);
     }
@@ -177,7 +178,8 @@ class FoldRun {
         const onnx::TypeProto* t = n->input(0)->type();
         if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape() || staticDims(n->input(0))) continue;
         for (const Use& u : n->output(0)->uses())
-          if (u.index == 0 && isDefaultDomain(u.node->domain()) && (u.node->opType() == "Gather" || u.node->opType() == "Slice"))
+          if (u.index == 0 && isDefaultDomain(u.node->domain()) &&
+              (u.node->opType() == "Gather" || u.node->opType() == "Slice"))
             found.emplace_back(n.get(), u.node);
       }
     });
@@ -190,7 +192,8 @@ class FoldRun {
       for (const auto& d : shape->input(0)->type()->tensor_type().shape().dim())
         dims.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value() : -1);
       if (shape->attribute("start") || shape->attribute("end")) continue;  // Shape-15's part of the shape: left alone
-      HostTensor known{onnx::TensorProto::INT64, {static_cast<int64_t>(dims.size())}, std::string(dims.size() * 8, '\0')};
+      HostTensor known{
+          onnx::TensorProto::INT64, {static_cast<int64_t>(dims.size())}, std::string(dims.size() * 8, '\0')};
       if (!dims.empty()) std::memcpy(known.data.data(), dims.data(), dims.size() * 8);
       std::string why;
       std::vector<const HostTensor*> inputs{&known};
@@ -204,8 +207,10 @@ class FoldRun {
           continue;
         }
         auto c = constantOf(v);
-        if (!c) constant = false;
-        else held.push_back(std::move(*c));
+        if (!c)
+          constant = false;
+        else
+          held.push_back(std::move(*c));
         inputs.push_back(c ? &held.back() : nullptr);
       }
       if (!constant) continue;
@@ -237,7 +242,9 @@ class FoldPass final : public Pass {
  public:
   explicit FoldPass(FoldOptions options) : options_(options) {}
   std::string name() const override { return kFoldPass; }
-  void run(Model& model, PassContext& context) const override { FoldRun(options_, model, context.rewriter).run(context); }
+  void run(Model& model, PassContext& context) const override {
+    FoldRun(options_, model, context.rewriter).run(context);
+  }
 
  private:
   const FoldOptions options_;
@@ -248,41 +255,55 @@ using Kind = OptionSpec::Kind;
 const RegisterPass registration{PassSpec{
     .name = kFoldPass,
     .summary = "Evaluate nodes whose inputs are all constant (and Shape of static tensors) into initializers",
-    .description = "Constant folding: nodes whose inputs are all constant (initializers, Constant nodes, and Shape / Size "
-                   "of tensors whose shape is static) become initializers, for the ops shape computations use and weight "
-                   "layout changes. Function bodies are left alone.",
+    .description =
+        "Constant folding: nodes whose inputs are all constant (initializers, Constant nodes, and Shape / Size "
+        "of tensors whose shape is static) become initializers, for the ops shape computations use and weight "
+        "layout changes. Function bodies are left alone.",
     .outputTag = "folded",
     .options =
         {
-            {.key = "max_bytes", .flags = "--max-bytes", .kind = Kind::Integer,
+            {.key = "max_bytes",
+             .flags = "--max-bytes",
+             .kind = Kind::Integer,
              .help = "Leave results (and initializer inputs) over this many bytes alone; large weights are never read",
-             .schema = {{"type", "integer"}, {"minimum", 0}}, .defaultValue = kDefaultFoldMaxBytes},
-            {.key = "shapes", .flags = "--no-shapes", .kind = Kind::NoFlag,
+             .schema = {{"type", "integer"}, {"minimum", 0}},
+             .defaultValue = kDefaultFoldMaxBytes},
+            {.key = "shapes",
+             .flags = "--no-shapes",
+             .kind = Kind::NoFlag,
              .help = "Fold Shape / Size of tensors whose shape is static (--no-shapes: do not)",
-             .schema = {{"type", "boolean"}}, .defaultValue = true},
-            {.key = "keep_parameters", .flags = "--keep-parameters", .kind = Kind::Flag,
+             .schema = {{"type", "boolean"}},
+             .defaultValue = true},
+            {.key = "keep_parameters",
+             .flags = "--keep-parameters",
+             .kind = Kind::Flag,
              .help = "Treat initializers as trained parameters (a training session makes each one a Variable): ops "
                      "reading them stay ops, and folded results are Constant nodes, not new initializers",
-             .schema = {{"type", "boolean"}}, .defaultValue = false},
-            {.key = "share_duplicates", .flags = "--no-share-duplicates", .kind = Kind::NoFlag,
+             .schema = {{"type", "boolean"}},
+             .defaultValue = false},
+            {.key = "share_duplicates",
+             .flags = "--no-share-duplicates",
+             .kind = Kind::NoFlag,
              .help = "Small initializers this run makes (folded results, former Constant nodes) that hold equal "
                      "tensors become one (--no-share-duplicates: each reader keeps its own, as pipelined PopART "
                      "needs when the readers end up on different IPUs)",
-             .schema = {{"type", "boolean"}}, .defaultValue = true},
+             .schema = {{"type", "boolean"}},
+             .defaultValue = true},
         },
     .examples =
         {
             "graphrw fold model.onnx",
             "graphrw set-shapes model.onnx --input input_ids=1,128 -o - | graphrw fold - -o static.onnx",
         },
-    .create = [](const nlohmann::json& entry, const RuleContext&, const std::string&) {
-      FoldOptions o;
-      o.maxBytes = entry.at("max_bytes").get<uint64_t>();
-      o.shapes = entry.at("shapes").get<bool>();
-      o.keepParameters = entry.at("keep_parameters").get<bool>();
-      o.shareDuplicates = entry.at("share_duplicates").get<bool>();
-      return createFoldPass(o);
-    },
+    .create =
+        [](const nlohmann::json& entry, const RuleContext&, const std::string&) {
+          FoldOptions o;
+          o.maxBytes = entry.at("max_bytes").get<uint64_t>();
+          o.shapes = entry.at("shapes").get<bool>();
+          o.keepParameters = entry.at("keep_parameters").get<bool>();
+          o.shareDuplicates = entry.at("share_duplicates").get<bool>();
+          return createFoldPass(o);
+        },
 }};
 
 }  // namespace

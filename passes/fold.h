@@ -16,8 +16,9 @@ inline constexpr uint64_t kDefaultFoldMaxBytes = uint64_t{1} << 20;
 
 // The defaults are the pass's declared ones (fold.cpp).
 struct FoldOptions {
-  uint64_t maxBytes = optionDefaultAs<uint64_t>(kFoldPass, "max_bytes");  // results (and initializer inputs) over this are left alone
-  bool shapes = optionDefaultAs<bool>(kFoldPass, "shapes");               // fold Shape / Size of tensors whose shape is static
+  uint64_t maxBytes =
+      optionDefaultAs<uint64_t>(kFoldPass, "max_bytes");  // results (and initializer inputs) over this are left alone
+  bool shapes = optionDefaultAs<bool>(kFoldPass, "shapes");  // fold Shape / Size of tensors whose shape is static
   // Initializers are parameters: ops reading them stay, results are Constant nodes.
   bool keepParameters = optionDefaultAs<bool>(kFoldPass, "keep_parameters");
   // Small initializers this run made that hold equal tensors become one.

@@ -62,7 +62,9 @@ std::vector<std::string> dynamicInputs(const Model& model) {
     for (const auto& d : t->tensor_type().shape().dim()) {
       bool fixed = d.has_dim_value() && d.dim_value() > 0;
       dynamic |= !fixed;
-      dims += (dims.empty() ? "" : ", ") + (fixed ? std::to_string(d.dim_value()) : d.has_dim_param() ? d.dim_param() : "?");
+      dims += (dims.empty() ? "" : ", ") + (fixed               ? std::to_string(d.dim_value())
+                                            : d.has_dim_param() ? d.dim_param()
+                                                                : "?");
     }
     if (dynamic) out.push_back("'" + v->name() + "' [" + dims + "]");
   }
@@ -95,7 +97,8 @@ class LegalizePass final : public Pass {
       // A replacement with an op the PopART release lacks (GeluErf before 3.3) is not
       // applied: the chain stays in ai.onnx ops, which that release imports.
       if (!availableAt(replacement, version_)) continue;
-      patterns_.emplace_back(parseTemplate(p["match"].get<std::string>(), at + "/match", TemplateRole::Match), std::move(replacement), at);
+      patterns_.emplace_back(parseTemplate(p["match"].get<std::string>(), at + "/match", TemplateRole::Match),
+                             std::move(replacement), at);
     }
     replace_ = replaceOptionsFromJson(data.json["replace"], where, "/replace");
     replace_.quietNoMatch = true;  // the target's replacements apply to whatever a model has
@@ -170,7 +173,8 @@ class LegalizePass final : public Pass {
     if (auto dynamic = dynamicInputs(model); !dynamic.empty()) {
       std::string list;
       for (const auto& d : dynamic) list += (list.empty() ? "" : ", ") + d;
-      usageError("legalize: " + options_.target + " needs static input shapes; give them with --input NAME=D,D,... or --dim NAME=N: " + list);
+      usageError("legalize: " + options_.target +
+                 " needs static input shapes; give them with --input NAME=D,D,... or --dim NAME=N: " + list);
     }
 
     FoldOptions fold;
@@ -227,7 +231,8 @@ class LegalizePass final : public Pass {
                       (findings.size() == 1 ? " finding" : " findings") + "): ";
     for (size_t i = 0; i < findings.size() && i < 8; ++i)
       msg += (i ? "; " : "") + findings[i].check + ": " + findings[i].where + ": " + findings[i].message;
-    if (findings.size() > 8) msg += "; and " + std::to_string(findings.size() - 8) + " more (graphrw validate --target popart lists all)";
+    if (findings.size() > 8)
+      msg += "; and " + std::to_string(findings.size() - 8) + " more (graphrw validate --target popart lists all)";
     fail(ExitCode::Unsupported, msg);
   }
 
@@ -248,13 +253,15 @@ class LegalizePass final : public Pass {
     std::vector<Node*> lacking;
     model.graph().walkGraphs([&](Graph& g) {
       for (const auto& n : g.nodes())
-        if (isDefaultDomain(n->domain()) && n->opType() == "LayerNormalization" && !n->input(2)) lacking.push_back(n.get());
+        if (isDefaultDomain(n->domain()) && n->opType() == "LayerNormalization" && !n->input(2))
+          lacking.push_back(n.get());
     });
     for (Node* n : lacking) {
       auto dims = staticShape(n->input(1));
       if (!dims)
-        fail(ExitCode::Unsupported, "legalize: " + nodeLabel(*n) + " has no bias and its scale's shape is not known; "
-                                    "PopART's GroupNormalization needs a bias of the scale's shape");
+        fail(ExitCode::Unsupported, "legalize: " + nodeLabel(*n) +
+                                        " has no bias and its scale's shape is not known; "
+                                        "PopART's GroupNormalization needs a bias of the scale's shape");
       HostTensor zeros{n->input(1)->type()->tensor_type().elem_type(), *dims, {}};
       zeros.data.assign(static_cast<size_t>(zeros.count()) * elementSize(zeros.type), '\0');
       onnx::AttributeProto value;
@@ -277,60 +284,85 @@ class LegalizePass final : public Pass {
 
 const RegisterPass registration{PassSpec{
     .name = kLegalizePass,
-    .summary = "Make a model what a target imports (popart: functions inlined, static shapes, opset 11, IR 6, PopART ops)",
-    .description = "One step from an export to a model the target imports. popart: inline local functions, fix input "
-                   "shapes, fold shape computations, replace ops PopART lacks (schemas/targets/popart.json), convert to "
-                   "ai.onnx opset 11 and IR version 6, fold again; refuses (exit 5) while any `validate --target popart` "
-                   "finding remains. In training mode (the default) every initializer is kept as the export wrote it.",
+    .summary =
+        "Make a model what a target imports (popart: functions inlined, static shapes, opset 11, IR 6, PopART ops)",
+    .description =
+        "One step from an export to a model the target imports. popart: inline local functions, fix input "
+        "shapes, fold shape computations, replace ops PopART lacks (schemas/targets/popart.json), convert to "
+        "ai.onnx opset 11 and IR version 6, fold again; refuses (exit 5) while any `validate --target popart` "
+        "finding remains. In training mode (the default) every initializer is kept as the export wrote it.",
     .outputTag = "popart",
     .options =
         {
-            {.key = "target", .flags = "--target", .kind = Kind::String, .help = "The runtime to legalize for",
-             .schema = {{"enum", nlohmann::json::array({"popart"})}}, .defaultValue = "popart"},
-            {.key = "inputs", .flags = "--input", .kind = Kind::Pairs,
+            {.key = "target",
+             .flags = "--target",
+             .kind = Kind::String,
+             .help = "The runtime to legalize for",
+             .schema = {{"enum", nlohmann::json::array({"popart"})}},
+             .defaultValue = "popart"},
+            {.key = "inputs",
+             .flags = "--input",
+             .kind = Kind::Pairs,
              .help = "An input's whole shape (as set-shapes), needed when an input has a dynamic dimension: "
                      "NAME=D,D,... (repeatable)",
              .schema = {{"type", "object"},
-                        {"additionalProperties", {{"type", "array"}, {"items", {{"type", "integer"}, {"minimum", 1}}}}}},
+                        {"additionalProperties",
+                         {{"type", "array"}, {"items", {{"type", "integer"}, {"minimum", 1}}}}}},
              .convert = inputShapesFromFlags},
-            {.key = "dims", .flags = "--dim", .kind = Kind::JsonPairs,
-             .help = "A symbolic dimension's value in every graph input and declared type that names it (as set-shapes): NAME=N (repeatable)",
+            {.key = "dims",
+             .flags = "--dim",
+             .kind = Kind::JsonPairs,
+             .help = "A symbolic dimension's value in every graph input and declared type that names it (as "
+                     "set-shapes): NAME=N (repeatable)",
              .schema = {{"type", "object"}, {"additionalProperties", {{"type", "integer"}, {"minimum", 1}}}}},
-            {.key = "gelu", .flags = "--gelu", .kind = Kind::String,
+            {.key = "gelu",
+             .flags = "--gelu",
+             .kind = Kind::String,
              .help = "The erf-GELU chain PyTorch writes as ai.graphcore::GeluErf (erf: exact) or ai.graphcore::Gelu "
                      "(tanh: the tanh approximation)",
-             .schema = {{"enum", {"erf", "tanh"}}}, .defaultValue = "erf"},
-            {.key = "mode", .flags = "--mode", .kind = Kind::String,
+             .schema = {{"enum", {"erf", "tanh"}}},
+             .defaultValue = "erf"},
+            {.key = "mode",
+             .flags = "--mode",
+             .kind = Kind::String,
              .help = "training: every initializer keeps its name, shape and bytes and stays read by its ops (a "
                      "training session trains each one), training-mode Dropout becomes Dropout-10, BatchNormalization "
                      "its five-output training form; inference: ops on weights are folded into new initializers",
-             .schema = {{"enum", {"training", "inference"}}}, .defaultValue = "training"},
-            {.key = "popart_version", .flags = "--popart-version", .kind = Kind::String,
-             .help = "The PopART release X.Y to write for (default: the newest graphrw knows); before 3.3 the erf GELU "
-                     "stays in ai.onnx ops (PopART has no GeluErf), and any ai.graphcore op newer than X.Y is a finding",
+             .schema = {{"enum", {"training", "inference"}}},
+             .defaultValue = "training"},
+            {.key = "popart_version",
+             .flags = "--popart-version",
+             .kind = Kind::String,
+             .help =
+                 "The PopART release X.Y to write for (default: the newest graphrw knows); before 3.3 the erf GELU "
+                 "stays in ai.onnx ops (PopART has no GeluErf), and any ai.graphcore op newer than X.Y is a finding",
              .schema = {{"type", "string"}, {"pattern", "^[0-9]{1,3}\\.[0-9]{1,3}$"}}},
-            {.key = "fold_max_bytes", .flags = "--fold-max-bytes", .kind = Kind::Integer,
+            {.key = "fold_max_bytes",
+             .flags = "--fold-max-bytes",
+             .kind = Kind::Integer,
              .help = "Leave folded results over this many bytes alone",
-             .schema = {{"type", "integer"}, {"minimum", 0}}, .defaultValue = kDefaultFoldMaxBytes},
+             .schema = {{"type", "integer"}, {"minimum", 0}},
+             .defaultValue = kDefaultFoldMaxBytes},
         },
     .examples =
         {
             "graphrw legalize bert.onnx --input input_ids=4,128 --input attention_mask=4,128",
             "graphrw legalize model.onnx --dim batch=4 -o - | graphrw validate - --target popart",
         },
-    .create = [](const nlohmann::json& entry, const RuleContext&, const std::string&) {
-      LegalizeOptions o;
-      o.target = entry.at("target").get<std::string>();
-      if (entry.contains("inputs"))
-        for (const auto& [name, dims] : entry["inputs"].items()) o.inputs[name] = dims.get<std::vector<int64_t>>();
-      if (entry.contains("dims"))
-        for (const auto& [name, value] : entry["dims"].items()) o.dims[name] = value.get<int64_t>();
-      o.foldMaxBytes = entry.at("fold_max_bytes").get<uint64_t>();
-      o.gelu = entry.at("gelu").get<std::string>();
-      o.mode = entry.at("mode").get<std::string>();
-      if (entry.contains("popart_version")) o.popartVersion = entry["popart_version"].get<std::string>();
-      return createLegalizePass(std::move(o));
-    },
+    .create =
+        [](const nlohmann::json& entry, const RuleContext&, const std::string&) {
+          LegalizeOptions o;
+          o.target = entry.at("target").get<std::string>();
+          if (entry.contains("inputs"))
+            for (const auto& [name, dims] : entry["inputs"].items()) o.inputs[name] = dims.get<std::vector<int64_t>>();
+          if (entry.contains("dims"))
+            for (const auto& [name, value] : entry["dims"].items()) o.dims[name] = value.get<int64_t>();
+          o.foldMaxBytes = entry.at("fold_max_bytes").get<uint64_t>();
+          o.gelu = entry.at("gelu").get<std::string>();
+          o.mode = entry.at("mode").get<std::string>();
+          if (entry.contains("popart_version")) o.popartVersion = entry["popart_version"].get<std::string>();
+          return createLegalizePass(std::move(o));
+        },
 }};
 
 }  // namespace

@@ -23,7 +23,7 @@ inline constexpr const char* kLegalizePass = "legalize";
 struct LegalizeOptions {
   std::string target = optionDefaultAs<std::string>(kLegalizePass, "target");
   std::map<std::string, std::vector<int64_t>> inputs;  // input name -> its whole shape
-  std::map<std::string, int64_t> dims;                 // symbolic dimension -> value
+  std::map<std::string, int64_t> dims;  // symbolic dimension -> value
   uint64_t foldMaxBytes = optionDefaultAs<uint64_t>(kLegalizePass, "fold_max_bytes");
   // The erf-GELU chain as ai.graphcore::GeluErf (erf, exact), or ai.graphcore::Gelu (tanh).
   std::string gelu = optionDefaultAs<std::string>(kLegalizePass, "gelu");

@@ -90,9 +90,12 @@ nlohmann::json ParameterSnapshot::check(const Model& model) const {
       why = "is gone";
     } else {
       Entry e = entryOf(*it->second);
-      if (e.type != was.type || e.dims != was.dims) why = "changed its type or shape";
-      else if (!sameValues(was, e)) why = "changed its values";
-      else if (was.read && !e.read) why = "is no longer read";
+      if (e.type != was.type || e.dims != was.dims)
+        why = "changed its type or shape";
+      else if (!sameValues(was, e))
+        why = "changed its values";
+      else if (was.read && !e.read)
+        why = "is no longer read";
     }
     if (!why.empty())
       fail(ExitCode::Internal, "legalize: parameter '" + name + "' " + why +

@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ir/ir.h"
 #include <optional>
+#include "ir/ir.h"
 
 #include "ir/rewriter.h"
 

@@ -31,22 +31,6 @@ const onnx::OpSchema* schemaAt(const std::string& op, int64_t version) {
   return findSchema(op, static_cast<int>(version), "");
 }
 
-int64_t newestOpset() {
-  const auto& map = domainVersionRanges();
-  auto it = map.find("");
-  return it == map.end() ? 17 : it->second.second;
-}
-
-// The IR version ONNX's version table pairs with an ai.onnx opset.
-int64_t irVersionFor(int64_t opset) {
-  if (opset <= 8) return 3;
-  if (opset == 9) return 4;
-  if (opset == 10) return 5;
-  if (opset == 11) return 6;
-  if (opset <= 14) return 7;
-  return 8;
-}
-
 constexpr uint64_t kSmallConstant = 1 << 20;  // constants copied into ONNX's converter
 
 class OpsetRun {
@@ -102,8 +86,8 @@ class OpsetRun {
     }
     verify(to);
     if (!refusals_.empty()) {
-      std::string msg = "opset: " + std::to_string(refusals_.size()) + " node" + (refusals_.size() > 1 ? "s have" : " has") +
-                        " no form at ai.onnx " + std::to_string(to) + ": ";
+      std::string msg = "opset: " + std::to_string(refusals_.size()) + " node" +
+                        (refusals_.size() > 1 ? "s have" : " has") + " no form at ai.onnx " + std::to_string(to) + ": ";
       for (size_t i = 0; i < refusals_.size(); ++i) msg += (i ? "; " : "") + refusals_[i];
       fail(ExitCode::Unsupported, msg);
     }
@@ -182,7 +166,8 @@ class OpsetRun {
     const auto& inputs = f->body().inputs();
     for (size_t i = 0; i < inputs.size(); ++i) {
       std::set<std::string> types;
-      for (const Node* c : calls) types.insert(typeString(i < c->inputs().size() && c->input(i) ? c->input(i)->type() : nullptr));
+      for (const Node* c : calls)
+        types.insert(typeString(i < c->inputs().size() && c->input(i) ? c->input(i)->type() : nullptr));
       if (types.size() < 2) continue;
       why += ", whose input '" + inputs[i].value->name() + "' has types";
       for (const auto& t : types) why += " " + t;
@@ -224,8 +209,10 @@ class OpsetRun {
           bool self = false;
           for (Node* m : r.nodes) {
             count(*m, "graphrw");
-            if (m == n) self = true;
-            else work.emplace_back(m, v - 1);
+            if (m == n)
+              self = true;
+            else
+              work.emplace_back(m, v - 1);
           }
           if (!self) return;
           version = v - 1;
@@ -252,12 +239,11 @@ class OpsetRun {
           // The new version's default may differ from the old behaviour: say it.
           const auto* after = schemaAt(op, next);
           auto it = after->attributes().find(change->attribute);
-          if (it == after->attributes().end() || it->second.default_value.SerializeAsString() !=
-                                                     [&] {
-                                                       auto d = change->oldValue;
-                                                       d.clear_name();
-                                                       return d.SerializeAsString();
-                                                     }())
+          if (it == after->attributes().end() || it->second.default_value.SerializeAsString() != [&] {
+                auto d = change->oldValue;
+                d.clear_name();
+                return d.SerializeAsString();
+              }())
             rw_.setAttribute(n, change->oldValue);
         }
         count(*n, "graphrw-compatible");
@@ -313,8 +299,8 @@ class OpsetRun {
     } catch (const std::exception& e) {
       std::string what = e.what();
       if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
-      refuse(*n, "neither graphrw nor ONNX's converter can take " + n->opType() + " from opset " + std::to_string(from) +
-                     " to " + std::to_string(to) + " (" + what + ")");
+      refuse(*n, "neither graphrw nor ONNX's converter can take " + n->opType() + " from opset " +
+                     std::to_string(from) + " to " + std::to_string(to) + " (" + what + ")");
       return false;
     }
     noteInputs(*n);
@@ -334,19 +320,24 @@ class OpsetRun {
           continue;
         }
         auto it = byName.find(name);
-        if (it == byName.end()) fail(ExitCode::Internal, "opset: ONNX's converter gave " + nodeLabel(*n) + " an unknown input '" + name + "'");
+        if (it == byName.end())
+          fail(ExitCode::Internal,
+               "opset: ONNX's converter gave " + nodeLabel(*n) + " an unknown input '" + name + "'");
         inputs.push_back(it->second);
       }
       std::vector<std::string> outs;
       for (const auto& name : np.output()) outs.push_back(outputs.count(name) ? "" : name);
       if (!isDefaultDomain(np.domain()))
         fail(ExitCode::Internal, "opset: ONNX's converter gave " + nodeLabel(*n) + " an op of domain " + np.domain());
-      Node* m = rw_.createNode(graph, n, {np.name().empty() ? n->name().str() : np.name(), np.op_type(), "", inputs, outs});
+      Node* m =
+          rw_.createNode(graph, n, {np.name().empty() ? n->name().str() : np.name(), np.op_type(), "", inputs, outs});
       for (const auto& a : np.attribute()) rw_.setAttribute(m, a);
       for (int j = 0; j < np.output_size(); ++j) {
         auto it = outputs.find(np.output(j));
-        if (it != outputs.end()) rw_.adoptOutput(m, static_cast<size_t>(j), n->output(it->second));
-        else if (!np.output(j).empty()) byName[np.output(j)] = m->output(static_cast<size_t>(j));
+        if (it != outputs.end())
+          rw_.adoptOutput(m, static_cast<size_t>(j), n->output(it->second));
+        else if (!np.output(j).empty())
+          byName[np.output(j)] = m->output(static_cast<size_t>(j));
       }
       created.push_back(m);
     }
@@ -377,8 +368,10 @@ class OpsetRun {
             refuse(*n, n->opType() + " does not exist at opset " + std::to_string(to));
             continue;
           }
-          if (s->Deprecated()) refuse(*n, n->opType() + " is deprecated at opset " + std::to_string(to));
-          else if (auto why = opset::checkTypes(*n, *s); !why.empty()) refuse(*n, why);
+          if (s->Deprecated())
+            refuse(*n, n->opType() + " is deprecated at opset " + std::to_string(to));
+          else if (auto why = opset::checkTypes(*n, *s); !why.empty())
+            refuse(*n, why);
         }
       });
     };
@@ -391,7 +384,8 @@ class OpsetRun {
 
   void setIrVersion(int64_t ir) {
     if (ir < 3 || ir > onnx::Version::IR_VERSION)
-      fail(ExitCode::Usage, "opset: IR version " + std::to_string(ir) + " is outside 3.." + std::to_string(onnx::Version::IR_VERSION));
+      fail(ExitCode::Usage,
+           "opset: IR version " + std::to_string(ir) + " is outside 3.." + std::to_string(onnx::Version::IR_VERSION));
     std::vector<std::string> lacks;
     if (ir < 8 && !model_.functions().empty()) lacks.push_back("local functions need IR version 8");
     if (auto v = model_.opsetVersion(""); v && ir < irVersionFor(*v))
@@ -443,44 +437,55 @@ using Kind = OptionSpec::Kind;
 
 const RegisterPass registration{PassSpec{
     .name = kOpsetPass,
-    .summary = "Convert ai.onnx ops to another opset version (down to 7, up to the newest ONNX knows) and set the IR version",
-    .description = "Convert the model's ai.onnx ops (main graph, subgraphs, and functions importing ai.onnx) to another "
-                   "opset version, and/or set the IR version. A node with no form at the target is an error listing "
-                   "every such node; nothing is written.",
+    .summary =
+        "Convert ai.onnx ops to another opset version (down to 7, up to the newest ONNX knows) and set the IR version",
+    .description =
+        "Convert the model's ai.onnx ops (main graph, subgraphs, and functions importing ai.onnx) to another "
+        "opset version, and/or set the IR version. A node with no form at the target is an error listing "
+        "every such node; nothing is written.",
     .outputTag = "opset",
     .options =
         {
-            {.key = "to", .flags = "--to", .kind = Kind::Integer,
+            {.key = "to",
+             .flags = "--to",
+             .kind = Kind::Integer,
              .help = "The ai.onnx opset version to convert to (7 up to the newest the ONNX library knows)",
              .schema = {{"type", "integer"}, {"minimum", 7}}},
-            {.key = "ir_version", .flags = "--ir-version", .kind = Kind::Integer,
+            {.key = "ir_version",
+             .flags = "--ir-version",
+             .kind = Kind::Integer,
              .help = "The IR version to write; refused when the model uses something it lacks (local functions need "
                      "8, ai.onnx N needs ONNX's version-table IR)",
              .schema = {{"type", "integer"}, {"minimum", 3}}},
-            {.key = "training", .flags = "--training", .kind = Kind::Flag,
+            {.key = "training",
+             .flags = "--training",
+             .kind = Kind::Flag,
              .help = "Keep training: a training-mode Dropout or BatchNormalization going below opset 12 / 14 becomes "
                      "the older form a runtime applies in training sessions (Dropout-10 with its ratio, "
                      "BatchNormalization-9 with five outputs, as PopART trains), and constants the conversion adds are "
                      "Constant nodes, not initializers (a training session trains every initializer)",
-             .schema = {{"type", "boolean"}}, .defaultValue = false},
+             .schema = {{"type", "boolean"}},
+             .defaultValue = false},
         },
     .examples =
         {
             "graphrw opset model.onnx --to 11",
             "graphrw opset model.onnx --to 11 --ir-version 6 -o model.opset11.onnx",
         },
-    .create = [](const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) -> std::unique_ptr<Pass> {
+    .create = [](const nlohmann::json& entry, const RuleContext& where,
+                 const std::string& pointer) -> std::unique_ptr<Pass> {
       OpsetOptions o;
       if (entry.contains("to")) o.to = entry["to"].get<int64_t>();
       if (entry.contains("ir_version")) o.irVersion = entry["ir_version"].get<int64_t>();
       o.training = entry.at("training").get<bool>();
-      if (!o.to && !o.irVersion) usageError(where.at(pointer) + ": opset needs 'to' (--to) or 'ir_version' (--ir-version)");
+      if (!o.to && !o.irVersion)
+        usageError(where.at(pointer) + ": opset needs 'to' (--to) or 'ir_version' (--ir-version)");
       if (o.irVersion && (*o.irVersion < 3 || *o.irVersion > onnx::Version::IR_VERSION))
-        usageError(where.at(pointer + "/ir_version") + ": IR version " + std::to_string(*o.irVersion) + " is outside 3.." +
-                   std::to_string(onnx::Version::IR_VERSION));
+        usageError(where.at(pointer + "/ir_version") + ": IR version " + std::to_string(*o.irVersion) +
+                   " is outside 3.." + std::to_string(onnx::Version::IR_VERSION));
       if (o.to && (*o.to < 7 || *o.to > newestOpset()))
-        usageError(where.at(pointer + "/to") + ": ai.onnx " + std::to_string(*o.to) + " is outside the versions graphrw converts (7.." +
-                   std::to_string(newestOpset()) + ")");
+        usageError(where.at(pointer + "/to") + ": ai.onnx " + std::to_string(*o.to) +
+                   " is outside the versions graphrw converts (7.." + std::to_string(newestOpset()) + ")");
       return createOpsetPass(o);
     },
 }};

@@ -14,7 +14,7 @@ namespace graphrw::passes {
 inline constexpr const char* kOpsetPass = "opset";
 
 struct OpsetOptions {
-  std::optional<int64_t> to;         // the ai.onnx version wanted
+  std::optional<int64_t> to;  // the ai.onnx version wanted
   std::optional<int64_t> irVersion;  // the IR version wanted
   // Training-mode Dropout and BatchNormalization get the forms a runtime applies
   // in training sessions (PopART); constants added are Constant nodes.

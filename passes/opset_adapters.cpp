@@ -38,7 +38,6 @@ AP floatAttr(const std::string& name, float v) {
   return a;
 }
 
-
 const onnx::TensorShapeProto* shapeOf(const Value* v) {
   if (!v || !v->type() || !v->type()->has_tensor_type() || !v->type()->tensor_type().has_shape()) return nullptr;
   return &v->type()->tensor_type().shape();
@@ -94,7 +93,8 @@ void takeOver(StepContext& c, Node* n, Node* last) {
   c.rw.eraseNode(n);
 }
 
-Node* addTaking(StepContext& c, Node* n, const std::string& op, std::vector<Value*> inputs, std::vector<AP> attrs = {}) {
+Node* addTaking(StepContext& c, Node* n, const std::string& op, std::vector<Value*> inputs,
+                std::vector<AP> attrs = {}) {
   std::vector<std::string> outs(n->outputs().size());
   Node* m = c.rw.createNode(*n->graph(), n, {n->name().str(), op, "", std::move(inputs), std::move(outs)});
   for (auto& a : attrs) c.rw.setAttribute(m, std::move(a));
@@ -114,8 +114,11 @@ StepResult softmaxAxis(Node* n, StepContext& c) {
     return {{n}, ""};
   }
   if (rank < 0)
-    return {{}, "axis " + std::to_string(axis) + " is not known to be the last one: the input's rank is unknown " + kMakeStatic};
-  if (axis < -rank || axis >= rank) return {{}, "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank)};
+    return {{},
+            "axis " + std::to_string(axis) + " is not known to be the last one: the input's rank is unknown " +
+                kMakeStatic};
+  if (axis < -rank || axis >= rank)
+    return {{}, "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank)};
   if (axis < 0) axis += rank;
   std::vector<int64_t> perm(static_cast<size_t>(rank));
   for (int64_t i = 0; i < rank; ++i) perm[static_cast<size_t>(i)] = i;
@@ -213,8 +216,9 @@ StepResult dropoutInputs(Node* n, StepContext& c) {
     return {{id}, ""};
   }
   if (training && !c.training)
-    return {{}, "training_mode is true: training-mode Dropout has no form before opset 12 outside training "
-                "(convert with --training for a runtime that drops in training sessions, as PopART does)"};
+    return {{},
+            "training_mode is true: training-mode Dropout has no form before opset 12 outside training "
+            "(convert with --training for a runtime that drops in training sessions, as PopART does)"};
   // In inference mode the ratio does nothing: a non-constant one is dropped.
   if (training && n->input(1) && !ratio)
     return {{}, "ratio '" + n->input(1)->name() + "' is not a constant float: Dropout 10 needs it as an attribute"};
@@ -257,7 +261,8 @@ StepResult reshapeAllowZero(Node* n, StepContext& c) {
 // update is 14's: running * momentum + batch * (1 - momentum).
 StepResult batchNormTo9(Node* n, StepContext& c) {
   if (intAttr(*n, "training_mode", 0) != 0) {
-    if (!c.training) return {{}, "training_mode is 1: no form before opset 14 outside training (convert with --training)"};
+    if (!c.training)
+      return {{}, "training_mode is 1: no form before opset 14 outside training (convert with --training)"};
     c.rw.removeAttribute(n, "training_mode");
     std::vector<int> from;
     std::vector<std::string> fresh;
@@ -348,7 +353,8 @@ StepResult resizeInputs(Node* n, StepContext& c) {
       return {{}, "align_corners with scales needs constant float scales and a known input shape " + kMakeStatic};
     std::vector<int64_t> sizes;
     for (int d = 0; d < shape->dim_size(); ++d) {
-      if (!shape->dim(d).has_dim_value()) return {{}, "align_corners with scales needs a static input shape " + kMakeStatic};
+      if (!shape->dim(d).has_dim_value())
+        return {{}, "align_corners with scales needs a static input shape " + kMakeStatic};
       float f;
       std::memcpy(&f, scales->data.data() + 4 * static_cast<size_t>(d), 4);
       sizes.push_back(static_cast<int64_t>(std::floor(static_cast<double>(shape->dim(d).dim_value()) * f)));
@@ -376,7 +382,8 @@ StepResult triluMask(Node* n, StepContext& c) {
   int64_t rows = shape->dim(shape->dim_size() - 2).has_dim_value() ? shape->dim(shape->dim_size() - 2).dim_value() : -1;
   int64_t cols = shape->dim(shape->dim_size() - 1).has_dim_value() ? shape->dim(shape->dim_size() - 1).dim_value() : -1;
   if (rows < 0 || cols < 0) return {{}, "Trilu's last two dimensions are not static " + kMakeStatic};
-  if (static_cast<double>(rows) * static_cast<double>(cols) > 64.0 * 1024 * 1024) return {{}, "Trilu's mask would be over 64 MiB"};
+  if (static_cast<double>(rows) * static_cast<double>(cols) > 64.0 * 1024 * 1024)
+    return {{}, "Trilu's mask would be over 64 MiB"};
   int64_t k = 0;
   if (n->input(1)) {
     std::string why;

@@ -23,6 +23,7 @@ AP oldString(const char* name, const char* v) {
   a.set_s(v);
   return a;
 }
+// Long: a table, ONNX's op changes version by version.
 const std::map<std::pair<std::string, int64_t>, KnownChange>& changes() {
   static const auto table = [] {
     std::map<std::pair<std::string, int64_t>, KnownChange> t;
@@ -32,14 +33,75 @@ const std::map<std::pair<std::string, int64_t>, KnownChange>& changes() {
     // Types added (bfloat16 at 13, more integer types at 12 and 14,
     // sequences and optionals for Identity / If / Loop / Scan).
     types(12, {"Clip", "Max", "Min", "MaxPool", "ReduceMax", "ReduceMin"});
-    types(13, {"Abs", "Add", "ArgMax", "ArgMin", "Cast", "Ceil", "Clip", "Concat", "Constant", "DepthToSpace", "Div",
-               "Dropout", "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor", "Gather", "GatherElements", "GatherND",
-               "Gemm", "Greater", "Identity", "If", "IsNaN", "LRN", "Less", "Log", "Loop", "MatMul", "Max", "Mean",
-               "MeanVarianceNormalization", "Min", "Mod", "Mul", "Neg", "NonZero", "Pad", "Pow", "Reciprocal",
-               "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
-               "ReduceProd", "ReduceSumSquare", "Relu", "Reshape", "ScatterElements", "ScatterND", "Shape", "Sigmoid",
-               "Sign", "Size", "Slice", "SpaceToDepth", "Sqrt", "Sub", "Sum", "Tanh", "Tile", "Transpose",
-               "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"});
+    types(13, {"Abs",
+               "Add",
+               "ArgMax",
+               "ArgMin",
+               "Cast",
+               "Ceil",
+               "Clip",
+               "Concat",
+               "Constant",
+               "DepthToSpace",
+               "Div",
+               "Dropout",
+               "Equal",
+               "Erf",
+               "Exp",
+               "Expand",
+               "Flatten",
+               "Floor",
+               "Gather",
+               "GatherElements",
+               "GatherND",
+               "Gemm",
+               "Greater",
+               "Identity",
+               "If",
+               "IsNaN",
+               "LRN",
+               "Less",
+               "Log",
+               "Loop",
+               "MatMul",
+               "Max",
+               "Mean",
+               "MeanVarianceNormalization",
+               "Min",
+               "Mod",
+               "Mul",
+               "Neg",
+               "NonZero",
+               "Pad",
+               "Pow",
+               "Reciprocal",
+               "ReduceL1",
+               "ReduceL2",
+               "ReduceLogSum",
+               "ReduceLogSumExp",
+               "ReduceMax",
+               "ReduceMean",
+               "ReduceMin",
+               "ReduceProd",
+               "ReduceSumSquare",
+               "Relu",
+               "Reshape",
+               "ScatterElements",
+               "ScatterND",
+               "Shape",
+               "Sigmoid",
+               "Sign",
+               "Size",
+               "Slice",
+               "SpaceToDepth",
+               "Sqrt",
+               "Sub",
+               "Sum",
+               "Tanh",
+               "Tile",
+               "Transpose",
+               "SoftmaxCrossEntropyLoss",
+               "NegativeLogLikelihoodLoss"});
     types(14, {"Add", "Sub", "Mul", "Div", "Relu", "CumSum", "Identity"});
     types(15, {"BatchNormalization", "Pow"});
     types(16, {"Identity", "If", "Loop", "Scan", "Where", "LessOrEqual", "GreaterOrEqual", "LeakyRelu", "PRelu"});
@@ -75,7 +137,8 @@ std::string applyKnownChange(Node* n, const KnownChange& change, const onnx::OpS
     if (it != from.attributes().end()) effective = it->second.default_value;
   }
   effective.set_name(change.attribute);
-  bool same = change.oldValue.type() == AP::INT ? effective.i() == change.oldValue.i() : effective.s() == change.oldValue.s();
+  bool same =
+      change.oldValue.type() == AP::INT ? effective.i() == change.oldValue.i() : effective.s() == change.oldValue.s();
   if (!same)
     return "attribute " + change.attribute + " is not " +
            (change.oldValue.type() == AP::INT ? std::to_string(change.oldValue.i()) : "'" + change.oldValue.s() + "'") +
@@ -87,16 +150,19 @@ std::string applyKnownChange(Node* n, const KnownChange& change, const onnx::OpS
 std::string checkTypes(const Node& n, const onnx::OpSchema& schema) {
   for (const auto& a : n.attributes())
     if (!schema.attributes().count(a.name()))
-      return "attribute '" + a.name() + "' does not exist at opset " + std::to_string(schema.SinceVersion()) + "'s form";
+      return "attribute '" + a.name() + "' does not exist at opset " + std::to_string(schema.SinceVersion()) +
+             "'s form";
   std::unordered_map<std::string, onnx::DataType> bound;
   auto check = [&](const std::vector<Value*>& values, const std::vector<onnx::OpSchema::FormalParameter>& formals,
                    const char* what) -> std::string {
     size_t present = 0;
-    for (size_t i = 0; i < values.size(); ++i) if (values[i]) present = i + 1;
+    for (size_t i = 0; i < values.size(); ++i)
+      if (values[i]) present = i + 1;
     if (formals.empty()) return present ? std::string("the op takes no ") + what + "s" : "";
     bool variadic = formals.back().GetOption() == onnx::OpSchema::Variadic;
     if (!variadic && present > formals.size())
-      return "it has " + std::to_string(present) + " " + what + "s, the op takes at most " + std::to_string(formals.size());
+      return "it has " + std::to_string(present) + " " + what + "s, the op takes at most " +
+             std::to_string(formals.size());
     for (size_t i = 0; i < values.size(); ++i) {
       Value* v = values[i];
       if (!v || !v->type() || v->type()->value_case() == onnx::TypeProto::VALUE_NOT_SET) continue;

@@ -6,8 +6,8 @@
 // ONNX's whole-model converter crashes on forms graphrw's adapters know
 // (Split-13 without its `split` input going down to 11).
 #include "analysis/opsets.h"
-#include "ir/builder.h"
 #include "io/writer.h"
+#include "ir/builder.h"
 #include "passes/opset.h"
 
 namespace graphrw::passes {

@@ -22,7 +22,6 @@ namespace graphrw::passes {
 namespace {
 
 using namespace ir;
-
 constexpr const char* kOutline = "__outline";
 
 struct Group {
@@ -40,7 +39,7 @@ struct Work {
   bool scoped;
   size_t group = 0;
   std::map<std::string, int64_t> placement;  // placement attributes its nodes carry
-  outline_sharing::Reads reads;               // what it reads from outside, per use
+  outline_sharing::Reads reads;  // what it reads from outside, per use
 };
 
 // One run over one model: the pass's per-run state.
@@ -64,7 +63,8 @@ class OutlineRun {
     // output types: ONNX's inference gives those the model lacks (only these stay).
     std::vector<Value*> boundary;
     for (const auto& w : work_)
-      for (const auto* vs : {&w.block.inputs, &w.block.outputs}) boundary.insert(boundary.end(), vs->begin(), vs->end());
+      for (const auto* vs : {&w.block.inputs, &w.block.outputs})
+        boundary.insert(boundary.end(), vs->begin(), vs->end());
     inferMissingTypes(*rw_, boundary);
     clock_.lap("types");
     size_t alreadyFunctions = 0;
@@ -173,12 +173,15 @@ class OutlineRun {
   size_t annotate(Node* n) {
     std::vector<std::pair<std::string, std::string>> pairs;
     if (const Attribute* a = n->attribute(kOutline); a && a->type() == onnx::AttributeProto::STRINGS)
-      for (int i = 0; i + 1 < a->proto().strings_size(); i += 2) pairs.emplace_back(a->proto().strings(i), a->proto().strings(i + 1));
+      for (int i = 0; i + 1 < a->proto().strings_size(); i += 2)
+        pairs.emplace_back(a->proto().strings(i), a->proto().strings(i + 1));
     auto next = pairs;
     for (const auto& key : options_.keys) {
       auto it = std::find_if(next.begin(), next.end(), [&](const auto& p) { return p.first == key.first; });
-      if (it != next.end()) it->second = key.second;
-      else next.push_back(key);
+      if (it != next.end())
+        it->second = key.second;
+      else
+        next.push_back(key);
     }
     const Attribute* existing = n->attribute(kOutline);
     if (next == pairs && existing && existing->type() == onnx::AttributeProto::STRINGS) return 0;
@@ -200,8 +203,7 @@ class OutlineRun {
         if (a.isRef())
           badInput("outline: block '" + w.block.key + "': node '" + n->name() + "' refers to attribute '" +
                    a.proto().ref_attr_name() + "' of its function; outline the function's calls instead");
-      // Where an op runs: a Call takes its block's, and every op of the callee has the same
-      // (blocks placed differently never share a callee: the attributes are part of their signature).
+      // Where an op runs: the Call and its callee's ops take the block's (part of its signature).
       for (const char* key : popart::kPlacementAttributes) {
         const Attribute* a = n->attribute(key);
         if (!a || a->type() != onnx::AttributeProto::INT) continue;
@@ -210,7 +212,8 @@ class OutlineRun {
           firstWith[key] = n;
         } else if (it->second != a->proto().i()) {
           badInput("outline: block '" + w.block.key + "' spans " + key + " values: node '" + firstWith[key]->name() +
-                   "' has " + std::to_string(it->second) + ", node '" + n->name() + "' has " + std::to_string(a->proto().i()));
+                   "' has " + std::to_string(it->second) + ", node '" + n->name() + "' has " +
+                   std::to_string(a->proto().i()));
         }
       }
     }
@@ -311,7 +314,8 @@ class OutlineRun {
     std::set<std::string> used;
     auto unique = [&](std::string name) {
       std::string base = name;
-      for (int k = 1; used.count(name) || (options_.mode == OutlineOptions::Mode::Call && w.graph->names().contains(name)); ++k)
+      for (int k = 1;
+           used.count(name) || (options_.mode == OutlineOptions::Mode::Call && w.graph->names().contains(name)); ++k)
         name = base + "_" + std::to_string(k);
       used.insert(name);
       return name;
@@ -324,7 +328,8 @@ class OutlineRun {
     };
     std::unordered_map<std::string, std::string> rename;  // old value name -> body name
     std::vector<std::string> inNames, outNames;
-    for (size_t i = 0; i < group.paramSlot.size(); ++i) inNames.push_back(unique(group.callee + "/input_" + std::to_string(i)));
+    for (size_t i = 0; i < group.paramSlot.size(); ++i)
+      inNames.push_back(unique(group.callee + "/input_" + std::to_string(i)));
     // Subgraphs read outer values by name; the block's own inputs are renamed per slot below.
     for (const auto& [v, slot] : w.reads.implicit) rename[v->name().str()] = inNames[group.slotParam[slot]];
     std::unordered_set<const Value*> isOutput(b.outputs.begin(), b.outputs.end());
@@ -334,7 +339,8 @@ class OutlineRun {
     for (Node* n : b.nodes)
       for (Value* v : n->outputs()) {
         if (!v) continue;
-        std::string name = isOutput.count(v) ? unique(group.callee + "/output_" + std::to_string(outIndex[v])) : unique(relative(v->name()));
+        std::string name = isOutput.count(v) ? unique(group.callee + "/output_" + std::to_string(outIndex[v]))
+                                             : unique(relative(v->name()));
         rename[v->name().str()] = name;
         if (isOutput.count(v)) outNames[outIndex[v]] = name;
       }
@@ -346,8 +352,8 @@ class OutlineRun {
       outline_sharing::renameRefs(p, rename);
       const auto slots = w.reads.direct[k];
       if (static_cast<size_t>(p.input_size()) != slots.size())
-        fail(ExitCode::Internal, "outline: node '" + n->name() + "' has " + std::to_string(p.input_size()) + " inputs written, " +
-                      std::to_string(slots.size()) + " read");
+        fail(ExitCode::Internal, "outline: node '" + n->name() + "' has " + std::to_string(p.input_size()) +
+                                     " inputs written, " + std::to_string(slots.size()) + " read");
       for (size_t j = 0; j < slots.size(); ++j)
         if (slots[j] >= 0) p.set_input(static_cast<int>(j), inNames[group.slotParam[static_cast<size_t>(slots[j])]]);
       for (const auto& [key, value] : w.placement) {
@@ -361,7 +367,8 @@ class OutlineRun {
       }
       std::string nodeName = relative(n->name().empty() ? std::string_view(n->opType()) : n->name().view());
       for (int dup = 1; nodeNames.count(nodeName); ++dup)
-        nodeName = relative(n->name().empty() ? std::string_view(n->opType()) : n->name().view()) + "_" + std::to_string(dup);
+        nodeName =
+            relative(n->name().empty() ? std::string_view(n->opType()) : n->name().view()) + "_" + std::to_string(dup);
       nodeNames.insert(nodeName);
       p.set_name(nodeName);
       nodes.push_back(std::move(p));
@@ -468,7 +475,7 @@ class OutlineRun {
   size_t hoisted_ = 0;
   Stopwatch clock_{"outline"};
   std::vector<outline_sharing::ShapeProfile> profiles_;  // per group: what its blocks' reads are known to be
-  std::vector<size_t> nextWithSignature_;               // per group: the next group with its signature, or SIZE_MAX
+  std::vector<size_t> nextWithSignature_;  // per group: the next group with its signature, or SIZE_MAX
 };
 
 class OutlinePass final : public Pass {
@@ -486,11 +493,7 @@ class OutlinePass final : public Pass {
 }  // namespace
 
 std::unique_ptr<Pass> createOutlinePass(OutlineOptions options) {
-  if (options.select.empty()) usageError("outline needs a selector (--select)");
-  if (options.mode == OutlineOptions::Mode::Attributes && options.keys.empty())
-    usageError("outline --mode attributes needs at least one --key K=V");
-  if (options.mode != OutlineOptions::Mode::Attributes && !options.keys.empty())
-    usageError("outline: --key is for --mode attributes");
+  options.check();
   return std::make_unique<OutlinePass>(std::move(options));
 }
 

@@ -26,6 +26,8 @@ struct OutlineOptions {
   bool allowNoMatch = optionDefaultAs<bool>(kOutlinePass, "allow_no_match");
 
   static Mode parseMode(const std::string& text);
+  // Usage errors for options that do not go together (a selector is needed; keys only in attributes mode).
+  void check() const;
 };
 
 std::unique_ptr<Pass> createOutlinePass(OutlineOptions options);

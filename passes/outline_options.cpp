@@ -12,7 +12,15 @@ OutlineOptions::Mode OutlineOptions::parseMode(const std::string& text) {
   usageError("outline mode must be 'call', 'attributes' or 'function', not '" + text + "'");
 }
 
-OutlineOptions outlineOptionsFromJson(const nlohmann::json& given, const RuleContext& rules, const std::string& pointer) {
+void OutlineOptions::check() const {
+  if (select.empty()) usageError("outline needs a selector (--select)");
+  if (mode == OutlineOptions::Mode::Attributes && keys.empty())
+    usageError("outline --mode attributes needs at least one --key K=V");
+  if (mode != OutlineOptions::Mode::Attributes && !keys.empty()) usageError("outline: --key is for --mode attributes");
+}
+
+OutlineOptions outlineOptionsFromJson(const nlohmann::json& given, const RuleContext& rules,
+                                      const std::string& pointer) {
   const nlohmann::json j = withDefaults(kOutlinePass, given);
   OutlineOptions o;
   auto at = [&](const std::string& p) { return rules.at(p); };
@@ -39,23 +47,37 @@ const RegisterPass registration{PassSpec{
     .outputTag = "outlined",
     .options =
         {
-            {.key = "select", .flags = "--select", .kind = Kind::Selectors,
+            {.key = "select",
+             .flags = "--select",
+             .kind = Kind::Selectors,
              .help = "The blocks: nodes, calls of a local function, or scopes (each distinct prefix is one block); "
                      "key=value,... (repeat for any-of)",
-             .schema = {{"$ref", "../rules.schema.json#/$defs/selectors"}}, .required = true},
-            {.key = "mode", .flags = "--mode", .kind = Kind::String,
+             .schema = {{"$ref", "../rules.schema.json#/$defs/selectors"}},
+             .required = true},
+            {.key = "mode",
+             .flags = "--mode",
+             .kind = Kind::String,
              .help = "call: ai.graphcore::Call nodes; function: model-local functions; attributes: __outline keys on "
                      "the blocks' nodes",
-             .schema = {{"enum", {"call", "function", "attributes"}}}, .defaultValue = "call"},
-            {.key = "keys", .flags = "--key", .kind = Kind::Pairs,
+             .schema = {{"enum", {"call", "function", "attributes"}}},
+             .defaultValue = "call"},
+            {.key = "keys",
+             .flags = "--key",
+             .kind = Kind::Pairs,
              .help = "Mode attributes: the __outline key/value pairs, K=V (repeatable)",
              .schema = {{"type", "object"}, {"minProperties", 1}, {"additionalProperties", {{"type", "string"}}}}},
-            {.key = "domain", .flags = "--domain", .kind = Kind::String,
+            {.key = "domain",
+             .flags = "--domain",
+             .kind = Kind::String,
              .help = "Mode function: the domain of the new functions",
-             .schema = {{"type", "string"}, {"minLength", 1}}, .defaultValue = "graphrw.outlined"},
-            {.key = "allow_no_match", .flags = "--allow-no-match", .kind = Kind::Flag,
+             .schema = {{"type", "string"}, {"minLength", 1}},
+             .defaultValue = "graphrw.outlined"},
+            {.key = "allow_no_match",
+             .flags = "--allow-no-match",
+             .kind = Kind::Flag,
              .help = "A selector matching nothing is a warning, not an error",
-             .schema = {{"type", "boolean"}}, .defaultValue = false},
+             .schema = {{"type", "boolean"}},
+             .defaultValue = false},
         },
     .examples =
         {
@@ -63,9 +85,10 @@ const RegisterPass registration{PassSpec{
             "graphrw outline model.onnx --select op_type=BertLayer --mode function",
             "graphrw outline model.onnx --select 'scope=/encoder/layer.*' --mode attributes --key layer=encoder",
         },
-    .create = [](const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
-      return createOutlinePass(outlineOptionsFromJson(entry, where, pointer));
-    },
+    .create =
+        [](const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
+          return createOutlinePass(outlineOptionsFromJson(entry, where, pointer));
+        },
 }};
 
 }  // namespace

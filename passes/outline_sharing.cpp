@@ -129,9 +129,12 @@ std::string signature(const Block& b, const Reads& reads) {
     sig += "(";
     for (size_t j = 0; j < n.inputs().size(); ++j) {
       const Value* v = n.input(j);
-      if (!v) sig += "-";
-      else if (reads.direct[k][j] >= 0) sig += "s" + std::to_string(reads.direct[k][j]);
-      else sig += token.at(v);
+      if (!v)
+        sig += "-";
+      else if (reads.direct[k][j] >= 0)
+        sig += "s" + std::to_string(reads.direct[k][j]);
+      else
+        sig += token.at(v);
       sig += ",";
     }
     sig += ")->(";
@@ -263,7 +266,8 @@ std::optional<onnx::TypeProto> commonType(const std::vector<const Value*>& value
       continue;
     }
     auto* ct = common->mutable_tensor_type();
-    if (!t.tensor_type().has_shape() || !ct->has_shape() || t.tensor_type().shape().dim_size() != ct->shape().dim_size()) {
+    if (!t.tensor_type().has_shape() || !ct->has_shape() ||
+        t.tensor_type().shape().dim_size() != ct->shape().dim_size()) {
       ct->clear_shape();
       continue;
     }
@@ -385,8 +389,8 @@ size_t detachCheckpoints(Graph& g, Block& b) {
   std::vector<Node*> kept;
   size_t detached = 0;
   for (Node* n : b.nodes) {
-    bool boundary = popart::isCheckpoint(*n) && n->input(0) && n->input(0)->producer() &&
-                    members.count(n->input(0)->producer());
+    bool boundary =
+        popart::isCheckpoint(*n) && n->input(0) && n->input(0)->producer() && members.count(n->input(0)->producer());
     if (boundary)
       for (const Use& u : n->output(0)->uses()) boundary &= !members.count(ownerIn(g, u.node));
     if (boundary) {

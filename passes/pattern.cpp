@@ -2,10 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include <filesystem>
-#include <set>
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
+#include <set>
 #include <vector>
 
 #include "analysis/graphcore_ops.h"
@@ -77,7 +77,8 @@ class PatternPass final : public Pass {
         // A rule written for some ai.onnx versions leaves graphs at others alone.
         auto scope = scopeOpsets(model, *g);
         auto onnxVersion = scope.count("") ? scope.at("") : scope.count("ai.onnx") ? scope.at("ai.onnx") : 0;
-        if (onnxVersion && (onnxVersion < options_.rules[r].minOpset || onnxVersion > options_.rules[r].maxOpset)) continue;
+        if (onnxVersion && (onnxVersion < options_.rules[r].minOpset || onnxVersion > options_.rules[r].maxOpset))
+          continue;
         ++applicable;
         // Matches of one rule do not overlap; what earlier rules matched is gone
         // (apply erased it), so the set of taken nodes lives for one find only.
@@ -151,11 +152,15 @@ const nlohmann::json kRuleSchema = nlohmann::json::parse(R"json({
   "type": "object",
   "properties": {
     "match": {"type": "string", "minLength": 1, "description": "The match graph: an ONNX function (textual syntax)."},
-    "replace": {"type": "string", "minLength": 1, "description": "The replacement: an ONNX function with as many inputs and outputs."},
+    "replace": {"type": "string", "minLength": 1,
+        "description": "The replacement: an ONNX function with as many inputs and outputs."},
     "weights": {"type": "array", "items": {"type": "string"}, "description": "Match inputs that must be initializers."},
-    "constants": {"type": "array", "items": {"type": "string"}, "description": "Match inputs that must be constants (initializers or Constant outputs)."},
-    "opsets": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2, "description": "[MIN, MAX]: the graphs' ai.onnx versions the rule applies to (default: all)."},
-    "commutative": {"type": "boolean", "description": "Add and Mul match with their inputs in either order (default true)."},
+    "constants": {"type": "array", "items": {"type": "string"},
+        "description": "Match inputs that must be constants (initializers or Constant outputs)."},
+    "opsets": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2,
+        "description": "[MIN, MAX]: the graphs' ai.onnx versions the rule applies to (default: all)."},
+    "commutative": {"type": "boolean",
+        "description": "Add and Mul match with their inputs in either order (default true)."},
     "allow_no_match": {"type": "boolean", "description": "This rule matching nothing is fine (default false)."},
     "description": {"type": "string"}
   },
@@ -165,14 +170,15 @@ const nlohmann::json kRuleSchema = nlohmann::json::parse(R"json({
 
 // The rules of one rules file (a {"rules": [...]} file, or a library rule file
 // with pattern passes, whose allow_no_match makes its rules alternatives).
-void rulesFromFile(std::filesystem::path file, const RuleContext& where, const std::string& pointer, PatternOptions& o) {
+void rulesFromFile(std::filesystem::path file, const RuleContext& where, const std::string& pointer,
+                   PatternOptions& o) {
   if (file.is_relative()) file = where.baseDir() / file;
   std::string at = where.at(pointer);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec)) usageError(at + ": " + file.string() + " is not a regular file");
   if (std::filesystem::file_size(file, ec) > kMaxRulesBytes) usageError(at + ": " + file.string() + " is too large");
   auto j = nlohmann::json::parse(readTextFile(file.string(), "pattern rules file"), nullptr, false);
-  std::vector<std::string> groups;   // per rule
+  std::vector<std::string> groups;  // per rule
   std::vector<std::string> origins;  // per rule of a library file: its pointer there
   if (j.is_object() && j.contains("passes") && j["passes"].is_array()) {
     nlohmann::json rules = nlohmann::json::array();
@@ -195,15 +201,17 @@ void rulesFromFile(std::filesystem::path file, const RuleContext& where, const s
   if (j.is_object() && j.contains("rules") && j["rules"].is_array())
     for (size_t i = 0; i < j["rules"].size(); ++i)
       if (auto e = SchemaSet::builtin().validateWith(kRuleSchema, j["rules"][i]))
-        usageError(at + ": " + file.string() + ": " + (i < origins.size() ? origins[i] : "/rules/" + std::to_string(i)) +
-                   e->pointer + ": " + e->message);
+        usageError(at + ": " + file.string() + ": " +
+                   (i < origins.size() ? origins[i] : "/rules/" + std::to_string(i)) + e->pointer + ": " + e->message);
   if (j.is_discarded() || !j.is_object() || !j.contains("rules") || !j["rules"].is_array() || j["rules"].empty())
-    usageError(at + ": " + file.string() + " is not JSON of the form {\"rules\": [{\"match\": ..., \"replace\": ...}, ...]} "
+    usageError(at + ": " + file.string() +
+               " is not JSON of the form {\"rules\": [{\"match\": ..., \"replace\": ...}, ...]} "
                "(or a rule file with pattern passes)");
   for (size_t i = 0; i < j["rules"].size(); ++i) {
     const auto& r = j["rules"][i];
     std::string rw = file.string() + ": /rules/" + std::to_string(i);
-    if (!r.is_object() || !r.contains("match") || !r.contains("replace") || !r["match"].is_string() || !r["replace"].is_string())
+    if (!r.is_object() || !r.contains("match") || !r.contains("replace") || !r["match"].is_string() ||
+        !r["replace"].is_string())
       usageError(rw + ": a rule needs \"match\" and \"replace\" (ONNX functions as text)");
     o.rules.push_back(ruleFromJson(r, rw));
     if (i < groups.size()) o.rules.back().group = groups[i];
@@ -222,55 +230,73 @@ PatternOptions optionsFromJson(const nlohmann::json& entry, const RuleContext& w
     return o;
   }
   std::vector<std::string> files;
-  if (entry["rules_file"].is_string()) files.push_back(entry["rules_file"].get<std::string>());
-  else files = entry["rules_file"].get<std::vector<std::string>>();
+  if (entry["rules_file"].is_string())
+    files.push_back(entry["rules_file"].get<std::string>());
+  else
+    files = entry["rules_file"].get<std::vector<std::string>>();
   for (size_t f = 0; f < files.size(); ++f)
-    rulesFromFile(files[f], where, pointer + "/rules_file" + (entry["rules_file"].is_string() ? "" : "/" + std::to_string(f)), o);
+    rulesFromFile(files[f], where,
+                  pointer + "/rules_file" + (entry["rules_file"].is_string() ? "" : "/" + std::to_string(f)), o);
   return o;
 }
 
-const RegisterPass registration{PassSpec{
-    .name = kPatternPass,
-    .summary = "Declarative multi-node rewrites: match graphs and replacements in ONNX's textual syntax",
-    .description = "Declarative multi-node rewrites: each rule a match graph and a replacement in ONNX's textual "
-                   "function syntax, with constraints; non-overlapping matches in graph order; replacement ops on "
-                   "weights folded into initializers.",
-    .outputTag = "patterned",
-    .options =
-        {
-            {.key = "rules", .help = "The rules, applied in order",
-             .schema = {{"type", "array"}, {"minItems", 1}, {"items", {{"$ref", "#/$defs/rule"}}}}},
-            {.key = "rules_file", .flags = "--rules", .kind = Kind::List,
-             .help = "JSON files (repeatable) holding {\"rules\": [{\"match\": TEXT, \"replace\": TEXT, ...}, ...]}, or "
+const RegisterPass registration{
+    PassSpec{
+        .name = kPatternPass,
+        .summary = "Declarative multi-node rewrites: match graphs and replacements in ONNX's textual syntax",
+        .description = "Declarative multi-node rewrites: each rule a match graph and a replacement in ONNX's textual "
+                       "function syntax, with constraints; non-overlapping matches in graph order; replacement ops on "
+                       "weights folded into initializers.",
+        .outputTag = "patterned",
+        .options =
+            {
+                {.key = "rules",
+                 .help = "The rules, applied in order",
+                 .schema = {{"type", "array"}, {"minItems", 1}, {"items", {{"$ref", "#/$defs/rule"}}}}},
+                {.key = "rules_file",
+                 .flags = "--rules",
+                 .kind = Kind::List,
+                 .help =
+                     "JSON files (repeatable) holding {\"rules\": [{\"match\": TEXT, \"replace\": TEXT, ...}, ...]}, "
+                     "or "
                      "rule files with pattern passes (the library in examples/patterns/: a pass that allows no match "
                      "holds alternatives, an error only when none matches), relative to the rule file",
-             .schema = {{"oneOf", nlohmann::json::array({{{"type", "string"}, {"minLength", 1}},
-                                                         {{"type", "array"}, {"minItems", 1},
-                                                          {"items", {{"type", "string"}, {"minLength", 1}}}}})}}},
-            {.key = "allow_no_match", .flags = "--allow-no-match", .kind = Kind::Flag,
-             .help = "A rule matching nothing is a warning, not an error",
-             .schema = {{"type", "boolean"}}, .defaultValue = false},
-            {.key = "fold", .flags = "--no-fold", .kind = Kind::NoFlag,
-             .help = "Fold replacement ops that compute only from weights and constants into initializers "
-                     "(--no-fold: keep them as ops)",
-             .schema = {{"type", "boolean"}}, .defaultValue = true},
-            {.key = "max_match_steps", .flags = "--max-match-steps", .kind = Kind::Integer,
-             .help = "The steps (a match node tried on a model node) one match attempt may take before the pass "
-                     "stops with exit 5; tried pairs and failures are remembered, so only a rule ambiguous in the "
-                     "model's structure comes near it",
-             .schema = {{"type", "integer"}, {"minimum", 1}}, .defaultValue = kDefaultMaxMatchSteps},
-        },
-    .defs = {{"rule", kRuleSchema}},
-    .constraints = {{"oneOf", {{{"required", {"rules"}}}, {{"required", {"rules_file"}}}}}},
-    .examples =
-        {
-            "graphrw pattern model.onnx --rules gelu.json",
-            "graphrw pattern model.onnx --rules qkv.json --dry-run --report -",
-        },
-    .create = [](const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
-      return createPatternPass(optionsFromJson(entry, where, pointer));
-    },
-}};
+                 .schema = {{"oneOf", nlohmann::json::array({{{"type", "string"}, {"minLength", 1}},
+                                                             {{"type", "array"},
+                                                              {"minItems", 1},
+                                                              {"items", {{"type", "string"}, {"minLength", 1}}}}})}}},
+                {.key = "allow_no_match",
+                 .flags = "--allow-no-match",
+                 .kind = Kind::Flag,
+                 .help = "A rule matching nothing is a warning, not an error",
+                 .schema = {{"type", "boolean"}},
+                 .defaultValue = false},
+                {.key = "fold",
+                 .flags = "--no-fold",
+                 .kind = Kind::NoFlag,
+                 .help = "Fold replacement ops that compute only from weights and constants into initializers "
+                         "(--no-fold: keep them as ops)",
+                 .schema = {{"type", "boolean"}},
+                 .defaultValue = true},
+                {.key = "max_match_steps",
+                 .flags = "--max-match-steps",
+                 .kind = Kind::Integer,
+                 .help = "The steps (a match node tried on a model node) one match attempt may take before the pass "
+                         "stops with exit 5; tried pairs and failures are remembered, so only a rule ambiguous in the "
+                         "model's structure comes near it",
+                 .schema = {{"type", "integer"}, {"minimum", 1}},
+                 .defaultValue = kDefaultMaxMatchSteps},
+            },
+        .defs = {{"rule", kRuleSchema}},
+        .constraints = {{"oneOf", {{{"required", {"rules"}}}, {{"required", {"rules_file"}}}}}},
+        .examples =
+            {
+                "graphrw pattern model.onnx --rules gelu.json",
+                "graphrw pattern model.onnx --rules qkv.json --dry-run --report -",
+            },
+        .create = [](const nlohmann::json& entry, const RuleContext& where,
+                     const std::string& pointer) { return createPatternPass(optionsFromJson(entry, where, pointer)); },
+    }};
 
 }  // namespace
 

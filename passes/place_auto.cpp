@@ -1,12 +1,12 @@
 #include "passes/place_auto.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <limits>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <system_error>
 
@@ -22,7 +22,6 @@ using stage_cost::Costs;
 using stage_cost::humanBytes;
 
 namespace {
-
 
 // A run of nodes that goes into one stage whole: a layer, or the nodes
 // between layers (embeddings, a head), or (graphs without layers) a chunk of nodes.
@@ -41,7 +40,9 @@ struct Best {
 class AutoRun {
  public:
   AutoRun(Model& model, const AutoPlaceOptions& o)
-      : o_(o), costs_(model, {o.optimizer, std::nullopt, o.batch, o.calibration}), capacity_(o.ipuMemory > o.calibration.reserve ? o.ipuMemory - o.calibration.reserve : 1) {
+      : o_(o),
+        costs_(model, {o.optimizer, std::nullopt, o.batch, o.calibration}),
+        capacity_(o.ipuMemory > o.calibration.reserve ? o.ipuMemory - o.calibration.reserve : 1) {
     for (const auto& op : costs_.unmatchedOps())
       reportNoMatch("place", "costs: the calibration's op '" + op + "' is not in the model", o.allowNoMatch);
   }
@@ -119,7 +120,7 @@ class AutoRun {
         if (!units_[x].label.empty()) continue;
         const std::string& before = x + 1 < units_.size() ? units_[x + 1].label : "";
         const std::string& after = x > 0 ? units_[x - 1].label : "";
-        units_[x].label = after.empty() ? "(before " + before + ")"
+        units_[x].label = after.empty()    ? "(before " + before + ")"
                           : before.empty() ? "(after " + after + ")"
                                            : "(between " + after + " and " + before + ")";
       }
@@ -139,24 +140,30 @@ class AutoRun {
           if (!selectors.matches(costs_.node(i))) continue;
           ++matched[p];
           if (u.pin && *u.pin != stage)
-            usageError(std::string("place --auto: ") + (byLayers_ ? (u.label[0] == '(' ? "the nodes " : "layer ") : "the nodes from ") + u.label + " would go into stage " +
-                       std::to_string(*u.pin) + " and stage " + std::to_string(stage) + " (" + nodeLabel(costs_.node(i)) +
-                       " is pinned by '" + selectors.str() + "'); a layer goes into one stage");
+            usageError(std::string("place --auto: ") +
+                       (byLayers_ ? (u.label[0] == '(' ? "the nodes " : "layer ") : "the nodes from ") + u.label +
+                       " would go into stage " + std::to_string(*u.pin) + " and stage " + std::to_string(stage) + " (" +
+                       nodeLabel(costs_.node(i)) + " is pinned by '" + selectors.str() +
+                       "'); a layer goes into one stage");
           u.pin = stage;
         }
     for (size_t p = 0; p < o_.pins.size(); ++p)
       if (!matched[p])
-        reportNoMatch("place", "pin of stage " + std::to_string(o_.pins[p].first) + ": '" + o_.pins[p].second.str() +
-                                   "' matched no node",
-                      o_.allowNoMatch);
+        reportNoMatch(
+            "place",
+            "pin of stage " + std::to_string(o_.pins[p].first) + ": '" + o_.pins[p].second.str() + "' matched no node",
+            o_.allowNoMatch);
   }
 
   std::pair<double, double> score(const Costs& c, Balance balance) const {
     double flops = static_cast<double>(c.flops), memory = static_cast<double>(c.memory());
     switch (balance) {
-      case Balance::Compute: return {flops, memory};
-      case Balance::Memory: return {memory, flops};
-      case Balance::Both: break;
+      case Balance::Compute:
+        return {flops, memory};
+      case Balance::Memory:
+        return {memory, flops};
+      case Balance::Both:
+        break;
     }
     return {std::max(flops / flopsUnit_, memory / memoryUnit_), flops};
   }
@@ -291,8 +298,8 @@ class AutoRun {
     std::string missing;
     for (size_t k = 0; k < costs.size(); ++k) {
       if (costs[k].memory() <= capacity_) continue;
-      missing += (missing.empty() ? "" : "; ") + what + " " + std::to_string(k) + " needs " + humanBytes(costs[k].memory()) +
-                 " (" + humanBytes(costs[k].memory() - capacity_) + " missing)";
+      missing += (missing.empty() ? "" : "; ") + what + " " + std::to_string(k) + " needs " +
+                 humanBytes(costs[k].memory()) + " (" + humanBytes(costs[k].memory() - capacity_) + " missing)";
     }
     usageError("place --auto " + std::to_string(o_.stages) + ": no placement fits " + capacityText() +
                " per IPU; the one needing the least memory: " + missing);
@@ -319,22 +326,28 @@ class AutoRun {
     for (size_t k = 0; k < perStage.size(); ++k) {
       for (size_t x = cuts[k]; x < cuts[k + 1]; ++x)
         for (size_t item = units_[x].begin; item < units_[x].end; ++item) out.stageOf[item] = k;
-      nlohmann::json e = {{"stage", k}, {"ipu", ipuOf(k)}, {"stash", stash_[k]}, {"first", units_[cuts[k]].label},
-                          {"last", units_[cuts[k + 1] - 1].label}, {"units", cuts[k + 1] - cuts[k]}};
+      nlohmann::json e = {{"stage", k},
+                          {"ipu", ipuOf(k)},
+                          {"stash", stash_[k]},
+                          {"first", units_[cuts[k]].label},
+                          {"last", units_[cuts[k + 1] - 1].label},
+                          {"units", cuts[k + 1] - cuts[k]}};
       e.update(perStage[k].toJson());
       stages.push_back(e);
       total += perStage[k].flops;
       if (perStage[k].flops > perStage[slowest].flops) slowest = k;
     }
-    out.report = {{"stages", stages},
-                  {"units", byLayers_ ? "layers" : "nodes"},
-                  {"ipu_memory", o_.ipuMemory},
-                  {"optimizer", stage_cost::optimizerName(o_.optimizer)},
-                  {"reserve", o_.calibration.reserve},
-                  {"bottleneck", {{"stage", slowest},
-                                  {"flops", perStage[slowest].flops},
-                                  {"share", total ? static_cast<double>(perStage[slowest].flops) / static_cast<double>(total) : 0.0}}},
-                  {"unknown_shapes", costs_.unknownShapes()}};
+    out.report = {
+        {"stages", stages},
+        {"units", byLayers_ ? "layers" : "nodes"},
+        {"ipu_memory", o_.ipuMemory},
+        {"optimizer", stage_cost::optimizerName(o_.optimizer)},
+        {"reserve", o_.calibration.reserve},
+        {"bottleneck",
+         {{"stage", slowest},
+          {"flops", perStage[slowest].flops},
+          {"share", total ? static_cast<double>(perStage[slowest].flops) / static_cast<double>(total) : 0.0}}},
+        {"unknown_shapes", costs_.unknownShapes()}};
     if (o_.batch) {
       out.report["batch"] = *o_.batch;
       out.report["model_batch"] = costs_.modelBatchSymbol().empty() ? nlohmann::json(costs_.modelBatch())
@@ -362,7 +375,8 @@ nlohmann::json selectorsFromFlag(const std::string& text) {
   size_t start = 0;
   while (true) {
     size_t bar = text.find('|', start);
-    alternatives.push_back(Selector::parse(text.substr(start, bar == std::string::npos ? std::string::npos : bar - start)).toJson());
+    alternatives.push_back(
+        Selector::parse(text.substr(start, bar == std::string::npos ? std::string::npos : bar - start)).toJson());
     if (bar == std::string::npos) break;
     start = bar + 1;
   }
@@ -413,13 +427,14 @@ AutoPlaceOptions autoPlaceOptions(const nlohmann::json& entry, const std::vector
       int64_t stage = entry["pin"][k]["stage"];
       int64_t resolved = stage < 0 ? static_cast<int64_t>(a.stages) + stage : stage;
       if (resolved < 0 || resolved >= static_cast<int64_t>(a.stages))
-        usageError(at(p + "/stage") + ": stage " + std::to_string(stage) + " of " + std::to_string(a.stages) + " (--auto)");
-      a.pins.emplace_back(static_cast<size_t>(resolved), SelectorSet::fromJson(entry["pin"][k]["select"], at, p + "/select"));
+        usageError(at(p + "/stage") + ": stage " + std::to_string(stage) + " of " + std::to_string(a.stages) +
+                   " (--auto)");
+      a.pins.emplace_back(static_cast<size_t>(resolved),
+                          SelectorSet::fromJson(entry["pin"][k]["select"], at, p + "/select"));
     }
   a.allowNoMatch = allowNoMatch;
   return a;
 }
-
 
 stage_cost::Calibration calibrationFrom(const nlohmann::json& costs, const std::string& what,
                                         const std::filesystem::path& baseDir) {

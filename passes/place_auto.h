@@ -27,7 +27,7 @@ struct AutoPlaceOptions {
   uint64_t ipuMemory = 0;
   stage_cost::Optimizer optimizer = stage_cost::Optimizer::None;
   Balance balance = Balance::Compute;
-  std::optional<int64_t> batch;       // stage_cost::Options::batch
+  std::optional<int64_t> batch;  // stage_cost::Options::batch
   stage_cost::Calibration calibration;
   // Pins: the nodes each selector set matches go into its stage.
   std::vector<std::pair<size_t, SelectorSet>> pins;
@@ -36,7 +36,7 @@ struct AutoPlaceOptions {
 
 struct AutoPlacement {
   std::vector<size_t> stageOf;  // per main-graph node, in graph order
-  nlohmann::json report;        // per stage: layers, costs; the bottleneck
+  nlohmann::json report;  // per stage: layers, costs; the bottleneck
 };
 
 // One --stage or --pin selector text ("scope=/a/|op=Gemm": alternatives).

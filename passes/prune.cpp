@@ -17,7 +17,8 @@ void collectDomains(const Graph& g, std::set<std::string>& domains) {
 }
 
 // The imports of `imports` whose domain is not in `used` (ai.onnx is kept).
-std::vector<std::string> unusedImports(const std::map<std::string, int64_t>& imports, const std::set<std::string>& used) {
+std::vector<std::string> unusedImports(const std::map<std::string, int64_t>& imports,
+                                       const std::set<std::string>& used) {
   std::vector<std::string> out;
   for (const auto& [domain, _] : imports)
     if (!isDefaultDomain(domain) && !used.count(domain)) out.push_back(domain);
@@ -114,28 +115,39 @@ const RegisterPass registration{PassSpec{
     .outputTag = "pruned",
     .options =
         {
-            {.key = "initializers", .flags = "--keep-initializers", .kind = Kind::NoFlag,
+            {.key = "initializers",
+             .flags = "--keep-initializers",
+             .kind = Kind::NoFlag,
              .help = "Remove initializers no node reads (--keep-initializers: keep them)",
-             .schema = {{"type", "boolean"}}, .defaultValue = true},
-            {.key = "functions", .flags = "--keep-functions", .kind = Kind::NoFlag,
+             .schema = {{"type", "boolean"}},
+             .defaultValue = true},
+            {.key = "functions",
+             .flags = "--keep-functions",
+             .kind = Kind::NoFlag,
              .help = "Remove local functions no call from the main graph reaches (--keep-functions: keep them)",
-             .schema = {{"type", "boolean"}}, .defaultValue = true},
-            {.key = "value_info", .flags = "--keep-value-info", .kind = Kind::NoFlag,
+             .schema = {{"type", "boolean"}},
+             .defaultValue = true},
+            {.key = "value_info",
+             .flags = "--keep-value-info",
+             .kind = Kind::NoFlag,
              .help = "Remove value_info entries of values nothing defines (--keep-value-info: keep them)",
-             .schema = {{"type", "boolean"}}, .defaultValue = true},
-            {.key = "opset_imports", .flags = "--keep-opset-imports", .kind = Kind::NoFlag,
+             .schema = {{"type", "boolean"}},
+             .defaultValue = true},
+            {.key = "opset_imports",
+             .flags = "--keep-opset-imports",
+             .kind = Kind::NoFlag,
              .help = "Remove imports of domains no node uses, in the model and in each function "
                      "(--keep-opset-imports: keep them)",
-             .schema = {{"type", "boolean"}}, .defaultValue = true},
+             .schema = {{"type", "boolean"}},
+             .defaultValue = true},
         },
     .examples =
         {
             "graphrw prune model.onnx",
             "graphrw prune model.onnx --keep-functions -o - | graphrw inspect -",
         },
-    .create = [](const nlohmann::json& entry, const RuleContext&, const std::string&) {
-      return createPrunePass(pruneOptionsFromJson(entry));
-    },
+    .create = [](const nlohmann::json& entry, const RuleContext&,
+                 const std::string&) { return createPrunePass(pruneOptionsFromJson(entry)); },
 }};
 
 }  // namespace

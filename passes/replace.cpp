@@ -19,9 +19,7 @@ using namespace ir;
 
 namespace replace_detail {
 
-std::string displayOp(const std::string& domain, const std::string& op) {
-  return domainShown(domain) + "::" + op;
-}
+std::string displayOp(const std::string& domain, const std::string& op) { return domainShown(domain) + "::" + op; }
 
 void ReplaceRun::run(Model& model, PassContext& context) {
   auto before = ModelUsage::of(model);
@@ -97,9 +95,13 @@ void ReplaceRun::apply(OpPlan& p) {
   std::vector<Value*> inputs;
   for (size_t i = 0; i < p.inputs.size(); ++i) {
     const auto& in = p.inputs[i];
-    if (in.kind == ReplaceInput::Kind::Index) inputs.push_back(n->input(in.index));
-    else if (in.kind == ReplaceInput::Kind::Missing) inputs.push_back(nullptr);
-    else inputs.push_back(weights_.constant(g, n, in.constant, joinName(n->name().empty() ? p.opType : n->name().str(), "input_" + std::to_string(i))));
+    if (in.kind == ReplaceInput::Kind::Index)
+      inputs.push_back(n->input(in.index));
+    else if (in.kind == ReplaceInput::Kind::Missing)
+      inputs.push_back(nullptr);
+    else
+      inputs.push_back(weights_.constant(
+          g, n, in.constant, joinName(n->name().empty() ? p.opType : n->name().str(), "input_" + std::to_string(i))));
   }
   noteInputs(*n);
   rw_->setOp(n, p.opType, p.domain);
@@ -229,11 +231,17 @@ using Kind = OptionSpec::Kind;
 const nlohmann::json kReplacementSchema = nlohmann::json::parse(R"json({
   "type": "object",
   "properties": {
-    "select": {"$ref": "../rules.schema.json#/$defs/selectors", "description": "The nodes to replace (ops, or calls of a local function)."},
-    "with": {"type": "string", "pattern": "^(([A-Za-z0-9_.\\-]*)::)?[A-Za-z_][A-Za-z0-9_]*(:[0-9]+)?$", "description": "[DOMAIN::]OP[:VERSION], e.g. ai.graphcore::Gelu or Identity."},
-    "set": {"type": "object", "description": "Attributes to add or override; written with the type the target expects."},
-    "drop": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true, "description": "Attributes the target does not take that may be dropped although their values differ from the op's default (the maths may change)."},
-    "rename": {"type": "object", "additionalProperties": {"type": "string", "minLength": 1}, "description": "Old attribute name -> new name."},
+    "select": {"$ref": "../rules.schema.json#/$defs/selectors",
+        "description": "The nodes to replace (ops, or calls of a local function)."},
+    "with": {"type": "string", "pattern": "^(([A-Za-z0-9_.\\-]*)::)?[A-Za-z_][A-Za-z0-9_]*(:[0-9]+)?$",
+        "description": "[DOMAIN::]OP[:VERSION], e.g. ai.graphcore::Gelu or Identity."},
+    "set": {"type": "object",
+        "description": "Attributes to add or override; written with the type the target expects."},
+    "drop": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true,
+        "description": "Attributes the target does not take that may be dropped although their values differ )json"
+                                                                R"json(from the op's default (the maths may change)."},
+    "rename": {"type": "object", "additionalProperties": {"type": "string", "minLength": 1},
+        "description": "Old attribute name -> new name."},
     "inputs": {
       "type": "array",
       "description": "The target's inputs: the node's input index, null for a missing optional input, or a constant.",
@@ -249,9 +257,13 @@ const nlohmann::json kReplacementSchema = nlohmann::json::parse(R"json({
         ]
       }
     },
-    "outputs": {"type": "array", "items": {"type": "integer", "minimum": -1}, "description": "New output i takes the node's output outputs[i]; -1: a new unused value."},
-    "template": {"type": "string", "minLength": 1, "description": "A function in ONNX's textual syntax; the node's inputs, outputs and attributes are its formal parameters."},
-    "template_file": {"type": "string", "minLength": 1, "description": "A file holding the template, relative to the rule file."}
+    "outputs": {"type": "array", "items": {"type": "integer", "minimum": -1},
+        "description": "New output i takes the node's output outputs[i]; -1: a new unused value."},
+    "template": {"type": "string", "minLength": 1,
+        "description":
+          "A function in ONNX's textual syntax; the node's inputs, outputs and attributes are its formal parameters."},
+    "template_file": {"type": "string", "minLength": 1,
+        "description": "A file holding the template, relative to the rule file."}
   },
   "required": ["select"],
   "oneOf": [
@@ -274,39 +286,74 @@ const RegisterPass registration{PassSpec{
              .help = "Applied in order; each has a selector and either a target op (with) or a template",
              .schema = {{"type", "array"}, {"minItems", 1}, {"items", {{"$ref", "#/$defs/replacement"}}}},
              .required = true},
-            {.flags = "--select", .pointer = "/replacements/0/select", .kind = Kind::Selectors,
-             .help = "Nodes to replace: a selector (key=value,...; repeat for any-of)", .required = true},
-            {.flags = "--with", .pointer = "/replacements/0/with", .kind = Kind::String,
-             .help = "Target op: [DOMAIN::]OP[:VERSION], e.g. ai.graphcore::Gelu", .labels = true,
+            {.flags = "--select",
+             .pointer = "/replacements/0/select",
+             .kind = Kind::Selectors,
+             .help = "Nodes to replace: a selector (key=value,...; repeat for any-of)",
+             .required = true},
+            {.flags = "--with",
+             .pointer = "/replacements/0/with",
+             .kind = Kind::String,
+             .help = "Target op: [DOMAIN::]OP[:VERSION], e.g. ai.graphcore::Gelu",
+             .labels = true,
              .excludes = {"--template"}},
-            {.flags = "--template", .pointer = "/replacements/0/template_file", .kind = Kind::String,
-             .help = "Template file: a function in ONNX's textual syntax", .labels = true},
-            {.flags = "--set", .pointer = "/replacements/0/set", .kind = Kind::JsonPairs,
+            {.flags = "--template",
+             .pointer = "/replacements/0/template_file",
+             .kind = Kind::String,
+             .help = "Template file: a function in ONNX's textual syntax",
+             .labels = true},
+            {.flags = "--set",
+             .pointer = "/replacements/0/set",
+             .kind = Kind::JsonPairs,
              .help = "NAME=VALUE: add or override an attribute (VALUE as JSON, else a string); repeatable",
              .needs = {"--with"}},
-            {.flags = "--rename", .pointer = "/replacements/0/rename", .kind = Kind::Pairs,
-             .help = "OLD=NEW: carry attribute OLD over as NEW; repeatable", .needs = {"--with"}},
-            {.flags = "--drop", .pointer = "/replacements/0/drop", .kind = Kind::List,
-             .help = "NAME: drop attribute NAME, which the target does not take, although its value is not the default; repeatable",
+            {.flags = "--rename",
+             .pointer = "/replacements/0/rename",
+             .kind = Kind::Pairs,
+             .help = "OLD=NEW: carry attribute OLD over as NEW; repeatable",
              .needs = {"--with"}},
-            {.flags = "--inputs", .pointer = "/replacements/0/inputs", .kind = Kind::Json,
+            {.flags = "--drop",
+             .pointer = "/replacements/0/drop",
+             .kind = Kind::List,
+             .help = "NAME: drop attribute NAME, which the target does not take, although its value is not the "
+                     "default; repeatable",
+             .needs = {"--with"}},
+            {.flags = "--inputs",
+             .pointer = "/replacements/0/inputs",
+             .kind = Kind::Json,
              .help = "JSON list: the node's input index, null, or {\"constant\": ...} per target input",
              .needs = {"--with"}},
-            {.flags = "--outputs", .pointer = "/replacements/0/outputs", .kind = Kind::Json,
-             .help = "JSON list: the node's output index per target output (-1: new, unused)", .needs = {"--with"}},
-            {.key = "allow_unknown_op", .flags = "--allow-unknown-op", .kind = Kind::Flag,
+            {.flags = "--outputs",
+             .pointer = "/replacements/0/outputs",
+             .kind = Kind::Json,
+             .help = "JSON list: the node's output index per target output (-1: new, unused)",
+             .needs = {"--with"}},
+            {.key = "allow_unknown_op",
+             .flags = "--allow-unknown-op",
+             .kind = Kind::Flag,
              .help = "Write a target op that no schema, ai.graphcore data or local function knows",
-             .schema = {{"type", "boolean"}}, .defaultValue = false},
-            {.key = "allow_no_match", .flags = "--allow-no-match", .kind = Kind::Flag,
+             .schema = {{"type", "boolean"}},
+             .defaultValue = false},
+            {.key = "allow_no_match",
+             .flags = "--allow-no-match",
+             .kind = Kind::Flag,
              .help = "A selector matching nothing is a warning, not an error",
-             .schema = {{"type", "boolean"}}, .defaultValue = false},
-            {.key = "fold", .flags = "--no-fold", .kind = Kind::NoFlag,
-             .help = "Fold template ops that compute only from initializers and constants (--no-fold: keep them as ops)",
-             .schema = {{"type", "boolean"}}, .defaultValue = true},
-            {.key = "keep_parameters", .flags = "--keep-parameters", .kind = Kind::Flag,
+             .schema = {{"type", "boolean"}},
+             .defaultValue = false},
+            {.key = "fold",
+             .flags = "--no-fold",
+             .kind = Kind::NoFlag,
+             .help =
+                 "Fold template ops that compute only from initializers and constants (--no-fold: keep them as ops)",
+             .schema = {{"type", "boolean"}},
+             .defaultValue = true},
+            {.key = "keep_parameters",
+             .flags = "--keep-parameters",
+             .kind = Kind::Flag,
              .help = "Treat initializers as trained parameters: template ops reading them stay ops, and constant "
                      "inputs are Constant nodes, not new initializers",
-             .schema = {{"type", "boolean"}}, .defaultValue = false},
+             .schema = {{"type", "boolean"}},
+             .defaultValue = false},
         },
     .defs = {{"replacement", kReplacementSchema}},
     .examples =
@@ -315,9 +362,10 @@ const RegisterPass registration{PassSpec{
             "graphrw replace model.onnx --select op_type=Dropout --with Identity --inputs '[0]' --outputs '[0]'",
             "graphrw replace model.onnx --select op_type=CustomLayer --template gemm.onnxtxt",
         },
-    .create = [](const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
-      return createReplacePass(replaceOptionsFromJson(entry, where, pointer));
-    },
+    .create =
+        [](const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
+          return createReplacePass(replaceOptionsFromJson(entry, where, pointer));
+        },
 }};
 
 }  // namespace

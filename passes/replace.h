@@ -22,8 +22,8 @@ namespace graphrw::passes {
 struct ReplaceInput {
   enum class Kind { Index, Missing, Constant };
   Kind kind = Kind::Index;
-  size_t index = 0;       // Kind::Index: the matched node's input
-  HostTensor constant;    // Kind::Constant: written as an initializer
+  size_t index = 0;  // Kind::Index: the matched node's input
+  HostTensor constant;  // Kind::Constant: written as an initializer
 };
 
 struct Replacement {
@@ -52,7 +52,8 @@ struct ReplaceOptions {
   bool allowUnknownOp = optionDefaultAs<bool>(kReplacePass, "allow_unknown_op");  // write a target op no schema knows
   bool allowNoMatch = optionDefaultAs<bool>(kReplacePass, "allow_no_match");  // a selector matching nothing: a warning
   bool quietNoMatch = false;  // with allowNoMatch: not even a warning (replacements run as part of another pass)
-  bool fold = optionDefaultAs<bool>(kReplacePass, "fold");  // fold template ops computing only from initializers and constants
+  bool fold =
+      optionDefaultAs<bool>(kReplacePass, "fold");  // fold template ops computing only from initializers and constants
   // Initializers are parameters: template ops on them stay ops, constants are Constant nodes.
   bool keepParameters = optionDefaultAs<bool>(kReplacePass, "keep_parameters");
 };

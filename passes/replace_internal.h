@@ -25,9 +25,9 @@ struct OpPlan {
   std::vector<ReplaceInput> inputs;
   std::vector<int> outputs;
   std::vector<std::string> freshOutputs;  // names for outputs the target needs and the node has not
-  std::vector<std::string> drop;          // attribute names removed
+  std::vector<std::string> drop;  // attribute names removed
   std::vector<std::pair<std::string, std::string>> renames;
-  std::vector<onnx::AttributeProto> sets; // attributes written (converted or set)
+  std::vector<onnx::AttributeProto> sets;  // attributes written (converted or set)
 };
 
 // The target op as seen from one scope, worked out once per (replacement, graph).

@@ -30,18 +30,19 @@ int32_t dataTypeFromName(const std::string& name, const std::string& where) {
       {"int32", onnx::TensorProto::INT32}, {"int8", onnx::TensorProto::INT8},     {"uint8", onnx::TensorProto::UINT8},
       {"bool", onnx::TensorProto::BOOL}};
   auto it = types.find(name);
-  if (it == types.end()) usageError(where + ": constant type '" + name + "' is not one of float, double, int64, int32, int8, uint8, bool");
+  if (it == types.end())
+    usageError(where + ": constant type '" + name + "' is not one of float, double, int64, int32, int8, uint8, bool");
   return it->second;
 }
 
 }  // namespace
 
-
 void parseTarget(const std::string& text, Replacement& r) {
   auto bad = [&] { usageError("replacement target '" + text + "': expected [DOMAIN::]OP[:VERSION]"); };
   auto identifier = [](std::string_view s) {
     if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-    return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+    return std::all_of(s.begin(), s.end(),
+                       [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
   };
   std::string_view rest = text;
   r.domain.clear();
@@ -57,7 +58,8 @@ void parseTarget(const std::string& text, Replacement& r) {
   r.version = 0;
   if (auto colon = rest.find(':'); colon != std::string_view::npos) {
     std::string_view digits = rest.substr(colon + 1);
-    if (digits.empty() || digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    if (digits.empty() || digits.size() > 9 ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
       bad();
     r.version = std::stoll(std::string(digits));
     rest = rest.substr(0, colon);
@@ -99,7 +101,8 @@ onnx::FunctionProto parseTemplate(const std::string& text, const std::string& wh
       if (std::find(fp.attribute().begin(), fp.attribute().end(), formal) == fp.attribute().end() &&
           std::find(fp.input().begin(), fp.input().end(), formal) == fp.input().end())
         usageError(where + ": template node " + node.op_type() + ": attribute '" + a.name() + "' refers to @" +
-                   formal.substr(0, 64) + (formal.size() > 64 ? "..." : "") + ", which the template declares neither as an attribute nor as an input");
+                   formal.substr(0, 64) + (formal.size() > 64 ? "..." : "") +
+                   ", which the template declares neither as an attribute nor as an input");
       auto imported = opsets.find(ir::domainKey(node.domain()));
       if (imported == opsets.end())
         usageError(where + ": template node " + node.op_type() + ": the template imports no opset for domain '" +
@@ -127,8 +130,10 @@ ReplaceInput constantInput(const nlohmann::json& j, const std::string& where) {
   std::vector<double> flat;
   std::function<void(const nlohmann::json&, size_t)> walk = [&](const nlohmann::json& v, size_t depth) {
     if (v.is_array()) {
-      if (shape.size() <= depth) shape.push_back(static_cast<int64_t>(v.size()));
-      else if (shape[depth] != static_cast<int64_t>(v.size())) usageError(where + ": the constant's nested lists are ragged");
+      if (shape.size() <= depth)
+        shape.push_back(static_cast<int64_t>(v.size()));
+      else if (shape[depth] != static_cast<int64_t>(v.size()))
+        usageError(where + ": the constant's nested lists are ragged");
       for (const auto& x : v) walk(x, depth + 1);
     } else if (v.is_number() || v.is_boolean()) {
       flat.push_back(v.is_boolean() ? (v.get<bool>() ? 1.0 : 0.0) : v.get<double>());
@@ -143,18 +148,41 @@ ReplaceInput constantInput(const nlohmann::json& j, const std::string& where) {
   in.constant.type = dataTypeFromName(type, where);
   in.constant.dims = j.contains("dims") ? j["dims"].get<std::vector<int64_t>>() : shape;
   if (in.constant.count() != static_cast<int64_t>(flat.size()))
-    usageError(where + ": dims hold " + std::to_string(in.constant.count()) + " elements, the constant " + std::to_string(flat.size()));
+    usageError(where + ": dims hold " + std::to_string(in.constant.count()) + " elements, the constant " +
+               std::to_string(flat.size()));
   size_t es = elementSize(in.constant.type);
   in.constant.data.resize(flat.size() * es);
   for (size_t i = 0; i < flat.size(); ++i) {
     char* p = in.constant.data.data() + i * es;
     switch (in.constant.type) {
-      case onnx::TensorProto::FLOAT: { float v = static_cast<float>(flat[i]); std::memcpy(p, &v, es); break; }
-      case onnx::TensorProto::DOUBLE: std::memcpy(p, &flat[i], es); break;
-      case onnx::TensorProto::INT64: { int64_t v = static_cast<int64_t>(flat[i]); std::memcpy(p, &v, es); break; }
-      case onnx::TensorProto::INT32: { int32_t v = static_cast<int32_t>(flat[i]); std::memcpy(p, &v, es); break; }
-      case onnx::TensorProto::INT8: { int8_t v = static_cast<int8_t>(flat[i]); std::memcpy(p, &v, es); break; }
-      default: { uint8_t v = static_cast<uint8_t>(flat[i]); std::memcpy(p, &v, es); break; }
+      case onnx::TensorProto::FLOAT: {
+        float v = static_cast<float>(flat[i]);
+        std::memcpy(p, &v, es);
+        break;
+      }
+      case onnx::TensorProto::DOUBLE:
+        std::memcpy(p, &flat[i], es);
+        break;
+      case onnx::TensorProto::INT64: {
+        int64_t v = static_cast<int64_t>(flat[i]);
+        std::memcpy(p, &v, es);
+        break;
+      }
+      case onnx::TensorProto::INT32: {
+        int32_t v = static_cast<int32_t>(flat[i]);
+        std::memcpy(p, &v, es);
+        break;
+      }
+      case onnx::TensorProto::INT8: {
+        int8_t v = static_cast<int8_t>(flat[i]);
+        std::memcpy(p, &v, es);
+        break;
+      }
+      default: {
+        uint8_t v = static_cast<uint8_t>(flat[i]);
+        std::memcpy(p, &v, es);
+        break;
+      }
     }
   }
   return in;
@@ -166,16 +194,20 @@ std::vector<ReplaceInput> inputsFromJson(const nlohmann::json& j, const std::str
   for (size_t i = 0; i < j.size(); ++i) {
     const auto& x = j[i];
     std::string at = where + "/" + std::to_string(i);
-    if (x.is_null()) out.push_back({ReplaceInput::Kind::Missing, 0, {}});
+    if (x.is_null())
+      out.push_back({ReplaceInput::Kind::Missing, 0, {}});
     else if (x.is_number_unsigned() || (x.is_number_integer() && x.get<int64_t>() >= 0))
       out.push_back({ReplaceInput::Kind::Index, x.get<size_t>(), {}});
-    else if (x.is_object() && x.contains("constant")) out.push_back(constantInput(x, at));
-    else usageError(at + ": an input is the node's input index, null (missing) or {\"constant\": ...}");
+    else if (x.is_object() && x.contains("constant"))
+      out.push_back(constantInput(x, at));
+    else
+      usageError(at + ": an input is the node's input index, null (missing) or {\"constant\": ...}");
   }
   return out;
 }
 
-ReplaceOptions replaceOptionsFromJson(const nlohmann::json& given, const RuleContext& rules, const std::string& pointer) {
+ReplaceOptions replaceOptionsFromJson(const nlohmann::json& given, const RuleContext& rules,
+                                      const std::string& pointer) {
   const nlohmann::json j = withDefaults(kReplacePass, given);
   ReplaceOptions o;
   auto at = [&](const std::string& p) { return rules.at(p); };
@@ -224,7 +256,9 @@ ReplaceOptions replaceOptionsFromJson(const nlohmann::json& given, const RuleCon
       if (e.contains("outputs")) r.outputs = e["outputs"].get<std::vector<int>>();
     } else {
       for (const char* key : {"set", "rename", "drop", "inputs", "outputs"})
-        if (e.contains(key)) usageError(rules.at(p + "/" + key) + ": only an op replacement (with) takes " + key + "; a template gets the node's inputs, outputs and attributes as its formal parameters");
+        if (e.contains(key))
+          usageError(rules.at(p + "/" + key) + ": only an op replacement (with) takes " + key +
+                     "; a template gets the node's inputs, outputs and attributes as its formal parameters");
       std::string text;
       if (e.contains("template")) {
         text = e["template"].get<std::string>();
@@ -233,9 +267,11 @@ ReplaceOptions replaceOptionsFromJson(const nlohmann::json& given, const RuleCon
         if (file.is_relative()) file = rules.baseDir() / file;
         std::string where = rules.at(p + "/template_file");
         std::error_code ec;
-        if (!std::filesystem::is_regular_file(file, ec)) usageError(where + ": " + file.string() + " is not a regular file");
+        if (!std::filesystem::is_regular_file(file, ec))
+          usageError(where + ": " + file.string() + " is not a regular file");
         if (std::filesystem::file_size(file, ec) > kMaxTemplateBytes)
-          usageError(where + ": " + file.string() + " is over " + std::to_string(kMaxTemplateBytes) + " bytes; not a template");
+          usageError(where + ": " + file.string() + " is over " + std::to_string(kMaxTemplateBytes) +
+                     " bytes; not a template");
         text = readTextFile(file.string(), "template file");
       }
       r.templ = parseTemplate(text, rules.at(p + (e.contains("template") ? "/template" : "/template_file")));

@@ -59,7 +59,8 @@ bool acceptsAttribute(const onnx::OpSchema* schema, const Function* fn, const st
 }
 
 // The target's inputs: as mapped by the rule, else the node's; their count checked against the target.
-void planInputs(const Replacement& r, const Node& n, const onnx::OpSchema* schema, const Function* fn, const std::string& where, OpPlan& p) {
+void planInputs(const Replacement& r, const Node& n, const onnx::OpSchema* schema, const Function* fn,
+                const std::string& where, OpPlan& p) {
   if (r.inputs) {
     p.inputs = *r.inputs;
     for (const auto& in : p.inputs)
@@ -74,15 +75,17 @@ void planInputs(const Replacement& r, const Node& n, const onnx::OpSchema* schem
   while (!p.inputs.empty() && p.inputs.back().kind == ReplaceInput::Kind::Missing) p.inputs.pop_back();
   size_t given = p.inputs.size();
   if (schema && (given < static_cast<size_t>(schema->min_input()) || given > static_cast<size_t>(schema->max_input())))
-    usageError(where + ": " + displayOp(p.domain, p.opType) + " takes " + arity(schema->min_input(), schema->max_input()) +
-               " inputs, the node would give it " + std::to_string(given) + " (map them with inputs)");
+    usageError(where + ": " + displayOp(p.domain, p.opType) + " takes " +
+               arity(schema->min_input(), schema->max_input()) + " inputs, the node would give it " +
+               std::to_string(given) + " (map them with inputs)");
   if (fn && given > fn->body().inputs().size())
     usageError(where + ": function " + fn->key().str() + " takes " + std::to_string(fn->body().inputs().size()) +
                " inputs, the node would give it " + std::to_string(given));
 }
 
 // The target's outputs: as mapped, else the node's; outputs the target lacks go when nothing reads them.
-void planOutputs(const Replacement& r, const Node& n, const onnx::OpSchema* schema, const Function* fn, const std::string& where, OpPlan& p) {
+void planOutputs(const Replacement& r, const Node& n, const onnx::OpSchema* schema, const Function* fn,
+                 const std::string& where, OpPlan& p) {
   if (r.outputs) {
     p.outputs = *r.outputs;
     for (int k : p.outputs)
@@ -104,8 +107,8 @@ void planOutputs(const Replacement& r, const Node& n, const onnx::OpSchema* sche
     for (size_t k = maxOut; k < p.outputs.size(); ++k)
       if (p.outputs[k] >= 0)
         usageError(where + ": output " + std::to_string(k) + " ('" + n.output(k)->name() + "') is read but " +
-                   displayOp(p.domain, p.opType) + " has " + std::to_string(maxOut) + " output" + (maxOut == 1 ? "" : "s") +
-                   " (map them with outputs)");
+                   displayOp(p.domain, p.opType) + " has " + std::to_string(maxOut) + " output" +
+                   (maxOut == 1 ? "" : "s") + " (map them with outputs)");
   if (p.outputs.size() > maxOut)
     usageError(where + ": " + displayOp(p.domain, p.opType) + " has at most " + std::to_string(maxOut) +
                " outputs, the node's outputs map to " + std::to_string(p.outputs.size()) + " (map them with outputs)");
@@ -121,14 +124,15 @@ void planOutputs(const Replacement& r, const Node& n, const onnx::OpSchema* sche
                              ? schema->outputs()[std::min(i, schema->outputs().size() - 1)].GetName()
                              : "output_" + std::to_string(i);
     bool required = schema && i < static_cast<size_t>(schema->min_output());
-    p.freshOutputs.push_back(p.outputs[i] < 0 && required ? joinName(n.name().empty() ? p.opType : n.name().str(), formal) : "");
+    p.freshOutputs.push_back(
+        p.outputs[i] < 0 && required ? joinName(n.name().empty() ? p.opType : n.name().str(), formal) : "");
   }
 }
 
 // The attributes the rule sets, typed as the target takes them; then every
 // attribute the target requires must be there.
-void planSets(const Replacement& r, const onnx::OpSchema* schema, const Function* fn, const std::string& where, OpPlan& p,
-              std::set<std::string>& present) {
+void planSets(const Replacement& r, const onnx::OpSchema* schema, const Function* fn, const std::string& where,
+              OpPlan& p, std::set<std::string>& present) {
   auto accepts = [&](const std::string& name) { return acceptsAttribute(schema, fn, name); };
   for (const auto& [name, value] : r.set) {
     if (!accepts(name)) {
@@ -158,7 +162,8 @@ void planSets(const Replacement& r, const onnx::OpSchema* schema, const Function
 
 // The target's attributes: renamed, kept when it accepts them (with its
 // type), dropped when the rule says or their value is the default, set.
-void planAttributes(const Model& model, const Replacement& r, const Node& n, const onnx::OpSchema* schema, const Function* fn, const std::string& where, OpPlan& p) {
+void planAttributes(const Model& model, const Replacement& r, const Node& n, const onnx::OpSchema* schema,
+                    const Function* fn, const std::string& where, OpPlan& p) {
   auto accepts = [&](const std::string& name) { return acceptsAttribute(schema, fn, name); };
   std::map<std::string, std::string> finalName;  // current name -> name on the target
   for (const auto& a : n.attributes()) finalName[a.name()] = a.name();
@@ -190,8 +195,8 @@ void planAttributes(const Model& model, const Replacement& r, const Node& n, con
                    opName(n) + "'s default and " + displayOp(p.domain, p.opType) +
                    " does not take it; dropping it changes the maths (drop: [\"" + a.name() + "\"] / --drop " +
                    a.name() + " drops it anyway)");
-      spdlog::debug("replace: {}: attribute '{}' dropped: {} does not take it (its value is the default)", where, a.name(),
-                    displayOp(p.domain, p.opType));
+      spdlog::debug("replace: {}: attribute '{}' dropped: {} does not take it (its value is the default)", where,
+                    a.name(), displayOp(p.domain, p.opType));
       p.drop.push_back(a.name());
       continue;
     }
@@ -243,7 +248,8 @@ const Resolved& ReplaceRun::resolve(const Replacement& r, Graph& g, const std::s
   t.function = t.schema ? nullptr : model_->findFunction(t.domain, r.opType);
   if (!t.schema && !t.function && !options_.allowUnknownOp)
     usageError(where + ": unknown target op " + displayOp(t.domain, r.opType) + " (opset version " +
-               std::to_string(t.version) + "): no ONNX schema, no ai.graphcore data, no local function; "
+               std::to_string(t.version) +
+               "): no ONNX schema, no ai.graphcore data, no local function; "
                "--allow-unknown-op / allow_unknown_op writes it anyway");
   return resolved_.emplace(key, std::move(t)).first->second;
 }

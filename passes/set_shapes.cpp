@@ -40,7 +40,8 @@ bool asSpecific(const onnx::TypeProto& now, const onnx::TypeProto& was) {
 
 class SetShapesRun {
  public:
-  SetShapesRun(const SetShapesOptions& options, Model& model, Rewriter& rw) : options_(options), model_(model), rw_(rw) {}
+  SetShapesRun(const SetShapesOptions& options, Model& model, Rewriter& rw)
+      : options_(options), model_(model), rw_(rw) {}
 
   // Long: the inputs fixed, then shapes propagated and declared, in one pass over the model whose
   // bookkeeping (what was set, what became static) the report needs.
@@ -74,14 +75,17 @@ class SetShapesRun {
       if (shape->dim_size() == 0) shape->mutable_dim()->Clear();
       bool sized = shape->dim_size() == static_cast<int>(dims.size());
       for (size_t i = 0; i < dims.size(); ++i) {
-        if (dims[i] < 0) usageError("set-shapes: input '" + escapeControl(name) + "': dimension " + std::to_string(dims[i]) + " is negative");
+        if (dims[i] < 0)
+          usageError("set-shapes: input '" + escapeControl(name) + "': dimension " + std::to_string(dims[i]) +
+                     " is negative");
         // --dim for a dimension of this input too: both must agree.
         if (const auto* d = sized ? &shape->dim(static_cast<int>(i)) : nullptr; d && d->has_dim_param())
           if (auto it = options_.dims.find(d->dim_param()); it != options_.dims.end() && it->second != dims[i])
             usageError("set-shapes: --input " + escapeControl(name) + " gives dimension " + std::to_string(i) + " ('" +
                        escapeControl(d->dim_param()) + "') as " + std::to_string(dims[i]) + ", but --dim " +
                        escapeControl(d->dim_param()) + "=" + std::to_string(it->second));
-        if (sized && shape->dim(static_cast<int>(i)).has_dim_value() && shape->dim(static_cast<int>(i)).dim_value() != dims[i])
+        if (sized && shape->dim(static_cast<int>(i)).has_dim_value() &&
+            shape->dim(static_cast<int>(i)).dim_value() != dims[i])
           usageError("set-shapes: input '" + escapeControl(name) + "' has shape " + shapeText(*shape) + ": dimension " +
                      std::to_string(i) + " is fixed at " + std::to_string(shape->dim(static_cast<int>(i)).dim_value()) +
                      ", not " + std::to_string(dims[i]));
@@ -208,8 +212,8 @@ class SetShapesRun {
       if (seen.count(dim)) continue;
       auto hint = didYouMean(dim, std::vector<std::string>(seen.begin(), seen.end()));
       usageError("set-shapes: no input of the model has a dimension named '" + escapeControl(dim) + "'" +
-                 (hint ? " (did you mean '" + escapeControl(*hint) + "'?)" : "") + "; the inputs: " +
-                 (listed.empty() ? std::string("none") : listed));
+                 (hint ? " (did you mean '" + escapeControl(*hint) + "'?)" : "") +
+                 "; the inputs: " + (listed.empty() ? std::string("none") : listed));
     }
   }
 
@@ -218,7 +222,8 @@ class SetShapesRun {
     if (options_.dims.empty() || !t.has_tensor_type() || !t.tensor_type().has_shape()) return false;
     bool changed = false;
     for (auto& d : *t.mutable_tensor_type()->mutable_shape()->mutable_dim())
-      if (auto it = d.has_dim_param() ? options_.dims.find(d.dim_param()) : options_.dims.end(); it != options_.dims.end()) {
+      if (auto it = d.has_dim_param() ? options_.dims.find(d.dim_param()) : options_.dims.end();
+          it != options_.dims.end()) {
         d.set_dim_value(it->second);
         changed = true;
       }
@@ -227,7 +232,8 @@ class SetShapesRun {
 
   // A graph output's declared fixed dimensions must survive the new shapes.
   void checkConsistent(const Value* v, const onnx::TypeProto& old, const onnx::TypeProto& now) {
-    if (!old.has_tensor_type() || !now.has_tensor_type() || !old.tensor_type().has_shape() || !now.tensor_type().has_shape())
+    if (!old.has_tensor_type() || !now.has_tensor_type() || !old.tensor_type().has_shape() ||
+        !now.tensor_type().has_shape())
       return;
     const auto &a = old.tensor_type().shape(), &b = now.tensor_type().shape();
     bool clash = a.dim_size() != b.dim_size();
@@ -269,7 +275,8 @@ nlohmann::json inputShapes(const std::vector<std::string>& values) {
       int64_t d = 0;
       auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), d);
       if (part.empty() || ec != std::errc() || p != part.data() + part.size())
-        usageError("--input '" + escapeControl(text) + "': '" + escapeControl(std::string(part)) + "' is not a dimension");
+        usageError("--input '" + escapeControl(text) + "': '" + escapeControl(std::string(part)) +
+                   "' is not a dimension");
       dims.push_back(d);
       if (comma == std::string_view::npos) break;
       rest.remove_prefix(comma + 1);
@@ -290,13 +297,19 @@ const RegisterPass registration{PassSpec{
     .outputTag = "static",
     .options =
         {
-            {.key = "inputs", .flags = "--input", .kind = Kind::Pairs,
+            {.key = "inputs",
+             .flags = "--input",
+             .kind = Kind::Pairs,
              .help = "An input's whole shape: NAME=D,D,... (repeatable)",
              .schema = {{"type", "object"},
-                        {"additionalProperties", {{"type", "array"}, {"items", {{"type", "integer"}, {"minimum", 1}}}}}},
+                        {"additionalProperties",
+                         {{"type", "array"}, {"items", {{"type", "integer"}, {"minimum", 1}}}}}},
              .convert = inputShapes},
-            {.key = "dims", .flags = "--dim", .kind = Kind::JsonPairs,
-             .help = "A symbolic dimension's (dim_param's) value in every graph input that has it, and in every declared type that names it: NAME=N (repeatable)",
+            {.key = "dims",
+             .flags = "--dim",
+             .kind = Kind::JsonPairs,
+             .help = "A symbolic dimension's (dim_param's) value in every graph input that has it, and in every "
+                     "declared type that names it: NAME=N (repeatable)",
              .schema = {{"type", "object"}, {"additionalProperties", {{"type", "integer"}, {"minimum", 1}}}}},
         },
     .examples =
@@ -304,16 +317,17 @@ const RegisterPass registration{PassSpec{
             "graphrw set-shapes model.onnx --input input_ids=4,128 --input attention_mask=4,128",
             "graphrw set-shapes model.onnx --dim batch=4 --dim sequence=128",
         },
-    .create = [](const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
-      SetShapesOptions o;
-      if (entry.contains("inputs"))
-        for (const auto& [name, dims] : entry["inputs"].items()) o.inputs[name] = dims.get<std::vector<int64_t>>();
-      if (entry.contains("dims"))
-        for (const auto& [name, value] : entry["dims"].items()) o.dims[name] = value.get<int64_t>();
-      if (o.inputs.empty() && o.dims.empty())
-        usageError(where.at(pointer) + ": set-shapes needs 'inputs' (--input) or 'dims' (--dim)");
-      return createSetShapesPass(std::move(o));
-    },
+    .create =
+        [](const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
+          SetShapesOptions o;
+          if (entry.contains("inputs"))
+            for (const auto& [name, dims] : entry["inputs"].items()) o.inputs[name] = dims.get<std::vector<int64_t>>();
+          if (entry.contains("dims"))
+            for (const auto& [name, value] : entry["dims"].items()) o.dims[name] = value.get<int64_t>();
+          if (o.inputs.empty() && o.dims.empty())
+            usageError(where.at(pointer) + ": set-shapes needs 'inputs' (--input) or 'dims' (--dim)");
+          return createSetShapesPass(std::move(o));
+        },
 }};
 
 }  // namespace

@@ -18,7 +18,7 @@ inline constexpr const char* kSetShapesPass = "set-shapes";
 
 struct SetShapesOptions {
   std::map<std::string, std::vector<int64_t>> inputs;  // input name -> its whole shape
-  std::map<std::string, int64_t> dims;                 // symbolic dimension name -> value
+  std::map<std::string, int64_t> dims;  // symbolic dimension name -> value
 };
 
 std::unique_ptr<Pass> createSetShapesPass(SetShapesOptions options);

@@ -55,32 +55,45 @@ const RegisterPass registration{PassSpec{
     .outputTag = "stripped",
     .options =
         {
-            {.key = "nodes", .flags = "--keep-nodes", .kind = Kind::NoFlag,
+            {.key = "nodes",
+             .flags = "--keep-nodes",
+             .kind = Kind::NoFlag,
              .help = "Remove the doc strings of nodes (--keep-nodes: keep them)",
-             .schema = {{"type", "boolean"}}, .defaultValue = true},
-            {.key = "graphs", .flags = "--keep-graphs", .kind = Kind::NoFlag,
+             .schema = {{"type", "boolean"}},
+             .defaultValue = true},
+            {.key = "graphs",
+             .flags = "--keep-graphs",
+             .kind = Kind::NoFlag,
              .help = "Remove the doc strings of graphs (--keep-graphs: keep them)",
-             .schema = {{"type", "boolean"}}, .defaultValue = true},
-            {.key = "functions", .flags = "--keep-functions", .kind = Kind::NoFlag,
+             .schema = {{"type", "boolean"}},
+             .defaultValue = true},
+            {.key = "functions",
+             .flags = "--keep-functions",
+             .kind = Kind::NoFlag,
              .help = "Remove the doc strings of local functions (--keep-functions: keep them)",
-             .schema = {{"type", "boolean"}}, .defaultValue = true},
-            {.key = "model", .flags = "--keep-model", .kind = Kind::NoFlag,
+             .schema = {{"type", "boolean"}},
+             .defaultValue = true},
+            {.key = "model",
+             .flags = "--keep-model",
+             .kind = Kind::NoFlag,
              .help = "Remove the model's doc string (--keep-model: keep it)",
-             .schema = {{"type", "boolean"}}, .defaultValue = true},
+             .schema = {{"type", "boolean"}},
+             .defaultValue = true},
         },
     .examples =
         {
             "graphrw strip-doc model.onnx",
             "graphrw strip-doc model.onnx --keep-model -o - | graphrw inspect -",
         },
-    .create = [](const nlohmann::json& entry, const RuleContext&, const std::string&) {
-      StripDocOptions o;
-      o.nodes = entry.at("nodes").get<bool>();
-      o.graphs = entry.at("graphs").get<bool>();
-      o.functions = entry.at("functions").get<bool>();
-      o.model = entry.at("model").get<bool>();
-      return createStripDocPass(o);
-    },
+    .create =
+        [](const nlohmann::json& entry, const RuleContext&, const std::string&) {
+          StripDocOptions o;
+          o.nodes = entry.at("nodes").get<bool>();
+          o.graphs = entry.at("graphs").get<bool>();
+          o.functions = entry.at("functions").get<bool>();
+          o.model = entry.at("model").get<bool>();
+          return createStripDocPass(o);
+        },
 }};
 
 }  // namespace

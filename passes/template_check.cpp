@@ -43,15 +43,17 @@ std::vector<std::string> opsOf(const std::string& domain, int version) {
 std::string arity(int lo, int hi) {
   if (lo == hi) return std::to_string(lo);
   return hi == std::numeric_limits<int>::max() ? "at least " + std::to_string(lo)
-                                                : std::to_string(lo) + " to " + std::to_string(hi);
+                                               : std::to_string(lo) + " to " + std::to_string(hi);
 }
 
 // A match's node: arity and attribute names and types (an absent attribute matches any value).
 void checkMatchNode(const onnx::NodeProto& n, const onnx::OpSchema& schema, const std::string& at) {
   if (n.input_size() < schema.min_input() || n.input_size() > schema.max_input())
-    usageError(at + ": takes " + arity(schema.min_input(), schema.max_input()) + " inputs, not " + std::to_string(n.input_size()));
+    usageError(at + ": takes " + arity(schema.min_input(), schema.max_input()) + " inputs, not " +
+               std::to_string(n.input_size()));
   if (n.output_size() < schema.min_output() || n.output_size() > schema.max_output())
-    usageError(at + ": gives " + arity(schema.min_output(), schema.max_output()) + " outputs, not " + std::to_string(n.output_size()));
+    usageError(at + ": gives " + arity(schema.min_output(), schema.max_output()) + " outputs, not " +
+               std::to_string(n.output_size()));
   for (const auto& a : n.attribute()) {
     auto it = schema.attributes().find(a.name());
     if (it == schema.attributes().end()) {
@@ -66,7 +68,8 @@ void checkMatchNode(const onnx::NodeProto& n, const onnx::OpSchema& schema, cons
   }
 }
 
-void checkOp(const onnx::NodeProto& n, const std::map<std::string, int>& imports, TemplateRole role, const std::string& where) {
+void checkOp(const onnx::NodeProto& n, const std::map<std::string, int>& imports, TemplateRole role,
+             const std::string& where) {
   std::string at = where + ": " + label(n);
   auto imported = imports.find(domainOf(n));
   if (imported == imports.end())
@@ -76,9 +79,10 @@ void checkOp(const onnx::NodeProto& n, const std::map<std::string, int>& imports
   if (!known.count(domainOf(n))) return;  // a domain ONNX does not know: nothing to check against
   const onnx::OpSchema* schema = findSchema(n.op_type(), imported->second, domainOf(n));
   if (!schema) {
-    std::string msg = at + ": no such op in " + ir::domainShown(n.domain()) + " at version " +
-                      std::to_string(imported->second);
-    if (auto near = didYouMean(n.op_type(), opsOf(domainOf(n), imported->second))) msg += " (did you mean '" + *near + "'?)";
+    std::string msg =
+        at + ": no such op in " + ir::domainShown(n.domain()) + " at version " + std::to_string(imported->second);
+    if (auto near = didYouMean(n.op_type(), opsOf(domainOf(n), imported->second)))
+      msg += " (did you mean '" + *near + "'?)";
     usageError(msg);
   }
   if (role == TemplateRole::Match) return checkMatchNode(n, *schema, at);
@@ -109,9 +113,11 @@ void checkTensors(const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nod
   for (const auto& n : nodes)
     for (const auto& a : n.attribute()) {
       if (a.has_t())
-        if (auto problem = ir::tensorDataProblem(a.t())) usageError(where + ": " + label(n) + ": attribute '" + a.name() + "': " + *problem);
+        if (auto problem = ir::tensorDataProblem(a.t()))
+          usageError(where + ": " + label(n) + ": attribute '" + a.name() + "': " + *problem);
       for (const auto& t : a.tensors())
-        if (auto problem = ir::tensorDataProblem(t)) usageError(where + ": " + label(n) + ": attribute '" + a.name() + "': " + *problem);
+        if (auto problem = ir::tensorDataProblem(t))
+          usageError(where + ": " + label(n) + ": attribute '" + a.name() + "': " + *problem);
       if (a.has_g()) checkTensors(a.g().node(), where);
       for (const auto& g : a.graphs()) checkTensors(g.node(), where);
     }
@@ -135,7 +141,8 @@ void checkDataflow(const onnx::FunctionProto& fp, const std::string& where) {
       if (in.empty() || inputs.count(in)) continue;
       auto p = producer.find(in);
       if (p == producer.end())
-        usageError(where + ": " + label(fp.node(i)) + " reads '" + shown(in) + "', which is neither an input of the template nor produced by a node");
+        usageError(where + ": " + label(fp.node(i)) + " reads '" + shown(in) +
+                   "', which is neither an input of the template nor produced by a node");
       readers[static_cast<size_t>(p->second)].push_back(i);
       ++pending[static_cast<size_t>(i)];
     }
@@ -152,14 +159,16 @@ void checkDataflow(const onnx::FunctionProto& fp, const std::string& where) {
   }
   if (done != static_cast<size_t>(fp.node_size()))
     for (int i = 0; i < fp.node_size(); ++i)
-      if (pending[static_cast<size_t>(i)] > 0) usageError(where + ": " + label(fp.node(i)) + " is on a cycle: it reads its own result");
+      if (pending[static_cast<size_t>(i)] > 0)
+        usageError(where + ": " + label(fp.node(i)) + " is on a cycle: it reads its own result");
   for (const auto& o : fp.output())
     if (!producer.count(o)) usageError(where + ": the template's output '" + shown(o) + "' is produced by no node");
 }
 
 }  // namespace
 
-void checkTemplate(const onnx::FunctionProto& fp, TemplateRole role, const std::string& where, const std::string& marker) {
+void checkTemplate(const onnx::FunctionProto& fp, TemplateRole role, const std::string& where,
+                   const std::string& marker) {
   registerGraphcoreOps();
   std::set<std::string> seen;
   for (const auto& i : fp.input())
@@ -168,12 +177,13 @@ void checkTemplate(const onnx::FunctionProto& fp, TemplateRole role, const std::
   for (const auto& o : fp.output()) {
     if (!outputs.insert(o).second) usageError(where + ": output '" + shown(o) + "' is declared twice");
     if (seen.count(o))
-      usageError(where + ": output '" + shown(o) + "' is also an input; a template's outputs are what its nodes produce "
-                 "(write `" + o + "_out = Identity (" + o + ")` to pass it through)");
+      usageError(where + ": output '" + shown(o) +
+                 "' is also an input; a template's outputs are what its nodes produce "
+                 "(write `" +
+                 o + "_out = Identity (" + o + ")` to pass it through)");
   }
   std::map<std::string, int> imports;
-  for (const auto& op : fp.opset_import())
-    imports[ir::domainKey(op.domain())] = static_cast<int>(op.version());
+  for (const auto& op : fp.opset_import()) imports[ir::domainKey(op.domain())] = static_cast<int>(op.version());
   for (const auto& n : fp.node()) {
     checkOp(n, imports, role, where);
     for (const auto& a : n.attribute()) {

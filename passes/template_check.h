@@ -11,7 +11,7 @@
 namespace graphrw::passes {
 
 enum class TemplateRole {
-  Match,        // a pattern's match graph: an attribute left out matches any value
+  Match,  // a pattern's match graph: an attribute left out matches any value
   Replacement,  // what is written: every node as ONNX's schema wants it
 };
 
@@ -25,6 +25,7 @@ enum class TemplateRole {
 //   produced twice, the nodes form a cycle, or an output is produced by nothing;
 // - an `@formal` reference sits inside a subgraph (only a template's own
 //   nodes take references), given as an attribute still holding `marker`.
-void checkTemplate(const onnx::FunctionProto& fp, TemplateRole role, const std::string& where, const std::string& marker);
+void checkTemplate(const onnx::FunctionProto& fp, TemplateRole role, const std::string& where,
+                   const std::string& marker);
 
 }  // namespace graphrw::passes

@@ -51,7 +51,8 @@ std::string prepareTemplateText(const std::string& text, const std::string& mark
     } else {
       if (c == '{' || c == '[' || c == '(') {
         if (++depth > kMaxTemplateNesting)
-          usageError(where + ": the template nests brackets more than " + std::to_string(kMaxTemplateNesting) + " deep");
+          usageError(where + ": the template nests brackets more than " + std::to_string(kMaxTemplateNesting) +
+                     " deep");
       } else if ((c == '}' || c == ']' || c == ')') && depth > 0) {
         --depth;
       }

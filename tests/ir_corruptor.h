@@ -6,8 +6,8 @@
 #pragma once
 
 #include <list>
-#include <utility>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "ir/access.h"

@@ -55,29 +55,54 @@ std::string unbase64(const std::string& in) {
 
 const char* ortType(int32_t t) {
   switch (t) {
-    case 1: return "float32";
-    case 2: return "uint8";
-    case 3: return "int8";
-    case 4: return "uint16";
-    case 5: return "int16";
-    case 6: return "int32";
-    case 7: return "int64";
-    case 8: return "string";
-    case 9: return "bool";
-    case 10: return "float16";
-    case 11: return "float64";
-    case 12: return "uint32";
-    case 13: return "uint64";
-    default: return nullptr;
+    case 1:
+      return "float32";
+    case 2:
+      return "uint8";
+    case 3:
+      return "int8";
+    case 4:
+      return "uint16";
+    case 5:
+      return "int16";
+    case 6:
+      return "int32";
+    case 7:
+      return "int64";
+    case 8:
+      return "string";
+    case 9:
+      return "bool";
+    case 10:
+      return "float16";
+    case 11:
+      return "float64";
+    case 12:
+      return "uint32";
+    case 13:
+      return "uint64";
+    default:
+      return nullptr;
   }
 }
 
 size_t width(int32_t t) {
   switch (t) {
-    case 2: case 3: case 9: return 1;
-    case 4: case 5: case 10: case 16: return 2;
-    case 1: case 6: case 12: return 4;
-    default: return 8;
+    case 2:
+    case 3:
+    case 9:
+      return 1;
+    case 4:
+    case 5:
+    case 10:
+    case 16:
+      return 2;
+    case 1:
+    case 6:
+    case 12:
+      return 4;
+    default:
+      return 8;
   }
 }
 
@@ -87,12 +112,27 @@ std::string rawBytes(const onnx::TensorProto& t) {
   std::string out;
   auto put = [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); };
   switch (t.data_type()) {
-    case 1: for (float v : t.float_data()) put(&v, 4); break;
-    case 11: for (double v : t.double_data()) put(&v, 8); break;
-    case 7: for (int64_t v : t.int64_data()) put(&v, 8); break;
-    case 12: for (uint64_t v : t.uint64_data()) { auto x = static_cast<uint32_t>(v); put(&x, 4); } break;
-    case 13: for (uint64_t v : t.uint64_data()) put(&v, 8); break;
-    case 6: for (int32_t v : t.int32_data()) put(&v, 4); break;
+    case 1:
+      for (float v : t.float_data()) put(&v, 4);
+      break;
+    case 11:
+      for (double v : t.double_data()) put(&v, 8);
+      break;
+    case 7:
+      for (int64_t v : t.int64_data()) put(&v, 8);
+      break;
+    case 12:
+      for (uint64_t v : t.uint64_data()) {
+        auto x = static_cast<uint32_t>(v);
+        put(&x, 4);
+      }
+      break;
+    case 13:
+      for (uint64_t v : t.uint64_data()) put(&v, 8);
+      break;
+    case 6:
+      for (int32_t v : t.int32_data()) put(&v, 4);
+      break;
     default: {
       size_t w = width(t.data_type());
       for (int32_t v : t.int32_data()) put(&v, w);  // narrow types and float16 bits, little-endian
@@ -114,19 +154,35 @@ double element(const std::string& bytes, size_t i, int32_t t) {
     return static_cast<double>(v);
   };
   switch (t) {
-    case 1: return get(float{});
-    case 2: return get(uint8_t{});
-    case 3: return get(int8_t{});
-    case 4: return get(uint16_t{});
-    case 5: return get(int16_t{});
-    case 6: return get(int32_t{});
-    case 7: return get(int64_t{});
-    case 9: return get(uint8_t{}) != 0;
-    case 10: { uint16_t h; std::memcpy(&h, p, 2); return halfToDouble(h); }
-    case 11: return get(double{});
-    case 12: return get(uint32_t{});
-    case 13: return get(uint64_t{});
-    default: return NAN;
+    case 1:
+      return get(float{});
+    case 2:
+      return get(uint8_t{});
+    case 3:
+      return get(int8_t{});
+    case 4:
+      return get(uint16_t{});
+    case 5:
+      return get(int16_t{});
+    case 6:
+      return get(int32_t{});
+    case 7:
+      return get(int64_t{});
+    case 9:
+      return get(uint8_t{}) != 0;
+    case 10: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return halfToDouble(h);
+    }
+    case 11:
+      return get(double{});
+    case 12:
+      return get(uint32_t{});
+    case 13:
+      return get(uint64_t{});
+    default:
+      return NAN;
   }
 }
 
@@ -172,7 +228,8 @@ std::vector<OrtResult> ortRun(const std::vector<OrtCase>& cases) {
   for (const auto& item : response) {
     OrtResult res;
     res.ok = item["ok"].get<bool>();
-    if (!res.ok) res.error = item["error"].get<std::string>();
+    if (!res.ok)
+      res.error = item["error"].get<std::string>();
     else
       for (const auto& o : item["outputs"]) res.outputs.push_back(o);
     results.push_back(std::move(res));
@@ -192,7 +249,8 @@ std::string compareTensor(const nlohmann::json& actual, const onnx::TensorProto&
     if (got.size() != static_cast<size_t>(expected.string_data_size())) return "sizes differ";
     for (size_t i = 0; i < got.size(); ++i)
       if (got[i] != expected.string_data(static_cast<int>(i)))
-        return "element " + std::to_string(i) + ": '" + got[i] + "' vs expected '" + expected.string_data(static_cast<int>(i)) + "'";
+        return "element " + std::to_string(i) + ": '" + got[i] + "' vs expected '" +
+               expected.string_data(static_cast<int>(i)) + "'";
     return "";
   }
   std::string got = unbase64(actual["data"].get<std::string>());

@@ -4,7 +4,8 @@
 
 namespace graphrw::test {
 
-void addWeight(onnx::ModelProto& model, const std::string& name, std::vector<int64_t> dims, uint32_t seed, float scale) {
+void addWeight(onnx::ModelProto& model, const std::string& name, std::vector<int64_t> dims, uint32_t seed,
+               float scale) {
   auto* t = model.mutable_graph()->add_initializer();
   t->set_name(name);
   t->set_data_type(onnx::TensorProto::FLOAT);
@@ -49,7 +50,8 @@ std::string dense(const std::string& layer, const std::string& in, const std::st
   std::string s = "  " + layer + "_mm = MatMul (" + in + ", " + layer + "_weight)\n";
   // Node names are set after parsing (the text syntax has none).
   if (act.empty()) return s + "  " + out + " = Add (" + layer + "_mm, " + layer + "_bias)\n";
-  return s + "  " + layer + "_add = Add (" + layer + "_mm, " + layer + "_bias)\n  " + out + " = " + act + " (" + layer + "_add)\n";
+  return s + "  " + layer + "_add = Add (" + layer + "_mm, " + layer + "_bias)\n  " + out + " = " + act + " (" + layer +
+         "_add)\n";
 }
 
 // Names each node "<layer>/<Op>" from the layer prefix of its first output
@@ -85,12 +87,13 @@ m1 (float[32,4,32] input_1) => (float[32,4,6] output) {
 }
 
 onnx::ModelProto seedM2() {
-  auto m = parseModel(R"(
+  auto m = parseModel(
+      R"(
 <ir_version: 8, opset_import: ["" : 17], producer_name: "seed-m2">
 m2 (float[32,4,32] input_1) => (float[32,4,32] output) {
 )" + dense("dense_1", "input_1", "dense_1_out", "Relu") +
-                      "  dropout_out = Dropout (dense_1_out, dropout_ratio)\n"
-                      "  output = LayerNormalization <axis = -1, epsilon = 0.001> (dropout_out, norm_scale, norm_bias)\n}\n");
+      "  dropout_out = Dropout (dense_1_out, dropout_ratio)\n"
+      "  output = LayerNormalization <axis = -1, epsilon = 0.001> (dropout_out, norm_scale, norm_bias)\n}\n");
   nameNodes(*m.mutable_graph()->mutable_node(),
             {{"dense_1_out", "dense_1/Relu"}, {"dropout_out", "dropout"}, {"output", "norm"}});
   addWeight(m, "dense_1_weight", {32, 32}, 5);
@@ -131,16 +134,22 @@ onnx::ModelProto seedM4() {
   auto m = parseModel(R"(
 <ir_version: 8, opset_import: ["" : 17, "custom" : 1], producer_name: "seed-m4">
 m4 (float[32,3,13] input_1) => (float[32,3,4] output) {
-  output = custom.CustomLayer (input_1, dense_1_weight, dense_1_bias, r1, n1s, n1b, dense_2_weight, dense_2_bias, r2, n2s, n2b, dense_3_weight, dense_3_bias, n3s, n3b)
+  output = custom.CustomLayer (input_1, dense_1_weight, dense_1_bias, r1, n1s, n1b, dense_2_weight, dense_2_bias, r2,
+      n2s, n2b, dense_3_weight, dense_3_bias, n3s, n3b)
 }
 <domain: "custom", opset_import: ["" : 17]>
-CustomLayer (x, dense_1_weight, dense_1_bias, r1, n1s, n1b, dense_2_weight, dense_2_bias, r2, n2s, n2b, dense_3_weight, dense_3_bias, n3s, n3b) => (y) {
+CustomLayer (x, dense_1_weight, dense_1_bias, r1, n1s, n1b, dense_2_weight, dense_2_bias, r2, n2s, n2b,
+    dense_3_weight, dense_3_bias, n3s, n3b) => (y) {
 )" + body + "}\n");
   m.mutable_graph()->mutable_node(0)->set_name("custom_layer");
-  nameNodes(*m.mutable_functions(0)->mutable_node(),
-            {{"dense_1_out", "dense_1/Relu"}, {"dense_2_out", "dense_2/Relu"}, {"dense_3_out", "dense_3/Softmax"},
-             {"dropout_1_out", "dropout_1"}, {"dropout_2_out", "dropout_2"}, {"norm_1_out", "norm_1"},
-             {"norm_2_out", "norm_2"}, {"y", "norm_3"}});
+  nameNodes(*m.mutable_functions(0)->mutable_node(), {{"dense_1_out", "dense_1/Relu"},
+                                                      {"dense_2_out", "dense_2/Relu"},
+                                                      {"dense_3_out", "dense_3/Softmax"},
+                                                      {"dropout_1_out", "dropout_1"},
+                                                      {"dropout_2_out", "dropout_2"},
+                                                      {"norm_1_out", "norm_1"},
+                                                      {"norm_2_out", "norm_2"},
+                                                      {"y", "norm_3"}});
   addWeight(m, "dense_1_weight", {13, 8}, 11);
   addWeight(m, "dense_1_bias", {8}, 12);
   addWeight(m, "dense_2_weight", {8, 24}, 13);

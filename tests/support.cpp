@@ -92,8 +92,10 @@ TempDir::~TempDir() {
 RunResult run(const std::string& command, const std::string& stdinFile) {
   TempDir dir;
   std::string full = "(" + command + ") >" + (dir / "out").string() + " 2>" + (dir / "err").string();
-  if (!stdinFile.empty()) full += " <" + stdinFile;
-  else full += " </dev/null";
+  if (!stdinFile.empty())
+    full += " <" + stdinFile;
+  else
+    full += " </dev/null";
   int raw = std::system(full.c_str());
   RunResult r;
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
@@ -128,8 +130,10 @@ void checkExpected(const std::string& name, const nlohmann::json& actual) {
         if (!a.count(v)) differences.push_back(section + ": new " + v);
     } else {
       for (const auto& [k, v] : want.items())
-        if (!got.is_object() || !got.contains(k)) differences.push_back(section + ": lost " + k + " (" + v.dump() + ")");
-        else if (got[k] != v) differences.push_back(section + ": " + k + " was " + v.dump() + ", now " + got[k].dump());
+        if (!got.is_object() || !got.contains(k))
+          differences.push_back(section + ": lost " + k + " (" + v.dump() + ")");
+        else if (got[k] != v)
+          differences.push_back(section + ": " + k + " was " + v.dump() + ", now " + got[k].dump());
       if (got.is_object())
         for (const auto& [k, v] : got.items())
           if (!want.contains(k)) differences.push_back(section + ": new " + k + " (" + v.dump() + ")");

@@ -1,11 +1,11 @@
 // Helpers shared by graphrw's tests.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
+#include <nlohmann/json.hpp>
 
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <string>
 

@@ -60,9 +60,12 @@ AttributeProto attributeFromJson(const std::string& name, const nlohmann::json& 
   auto typeName = std::string(ir::attributeTypeName(type));
   switch (type) {
     case AttributeProto::INT:
-      if (value.is_boolean()) a.set_i(value.get<bool>() ? 1 : 0);
-      else if (integral(value)) a.set_i(value.is_number_float() ? static_cast<int64_t>(value.get<double>()) : value.get<int64_t>());
-      else return bad("cannot be written as INT");
+      if (value.is_boolean())
+        a.set_i(value.get<bool>() ? 1 : 0);
+      else if (integral(value))
+        a.set_i(value.is_number_float() ? static_cast<int64_t>(value.get<double>()) : value.get<int64_t>());
+      else
+        return bad("cannot be written as INT");
       return a;
     case AttributeProto::FLOAT:
       if (!value.is_number()) return bad("cannot be written as FLOAT");
@@ -147,7 +150,9 @@ std::optional<int64_t> intAttr(const ir::Node& n, std::string_view name) {
   return a->proto().i();
 }
 
-int64_t intAttr(const ir::Node& n, std::string_view name, int64_t fallback) { return intAttr(n, name).value_or(fallback); }
+int64_t intAttr(const ir::Node& n, std::string_view name, int64_t fallback) {
+  return intAttr(n, name).value_or(fallback);
+}
 
 std::string attributeValueText(const onnx::AttributeProto& a) {
   auto number = [](double x) {
@@ -170,15 +175,24 @@ std::string attributeValueText(const onnx::AttributeProto& a) {
   };
   auto quoted = [](const std::string& s) { return "\"" + (s.size() > 40 ? s.substr(0, 40) + "..." : s) + "\""; };
   switch (a.type()) {
-    case onnx::AttributeProto::INT: return std::to_string(a.i());
-    case onnx::AttributeProto::FLOAT: return number(a.f());
-    case onnx::AttributeProto::STRING: return quoted(a.s());
-    case onnx::AttributeProto::INTS: return list(a.ints(), [](int64_t x) { return std::to_string(x); });
-    case onnx::AttributeProto::FLOATS: return list(a.floats(), number);
-    case onnx::AttributeProto::STRINGS: return list(a.strings(), quoted);
-    case onnx::AttributeProto::TENSOR: return "<tensor>";
-    case onnx::AttributeProto::GRAPH: return "<graph>";
-    default: return a.ref_attr_name().empty() ? "<value>" : "@" + a.ref_attr_name();
+    case onnx::AttributeProto::INT:
+      return std::to_string(a.i());
+    case onnx::AttributeProto::FLOAT:
+      return number(a.f());
+    case onnx::AttributeProto::STRING:
+      return quoted(a.s());
+    case onnx::AttributeProto::INTS:
+      return list(a.ints(), [](int64_t x) { return std::to_string(x); });
+    case onnx::AttributeProto::FLOATS:
+      return list(a.floats(), number);
+    case onnx::AttributeProto::STRINGS:
+      return list(a.strings(), quoted);
+    case onnx::AttributeProto::TENSOR:
+      return "<tensor>";
+    case onnx::AttributeProto::GRAPH:
+      return "<graph>";
+    default:
+      return a.ref_attr_name().empty() ? "<value>" : "@" + a.ref_attr_name();
   }
 }
 

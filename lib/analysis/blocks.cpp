@@ -141,7 +141,8 @@ void checkConvex(const Graph& g, const std::vector<Block>& blocks, const std::st
           Node* owner = ownerIn(g, u.node);
           if (owner && members.count(owner))
             badInput(what + ": block '" + block.key + "' is not convex: a path leaves it at node '" + from->name() +
-                     "', runs through node '" + x->name() + "' outside it and comes back at node '" + owner->name() + "'");
+                     "', runs through node '" + x->name() + "' outside it and comes back at node '" + owner->name() +
+                     "'");
         }
         push(v, from);
       }

@@ -14,8 +14,8 @@
 namespace graphrw {
 
 struct Block {
-  std::string key;                // the scope prefix, or the node's name
-  std::vector<ir::Node*> nodes;   // in graph order
+  std::string key;  // the scope prefix, or the node's name
+  std::vector<ir::Node*> nodes;  // in graph order
   // Values the block's nodes (or nodes in their subgraphs) read but do not
   // produce: activations first, then initializers, each in order of first use.
   std::vector<ir::Value*> inputs;

@@ -22,79 +22,12 @@ std::vector<HostTensor> oneResult(HostTensor t) {
   return v;
 }
 
-HostTensor readTensor(const Tensor& tensor) {
-  HostTensor t;
-  const auto& p = tensor.proto();
-  t.type = p.data_type();
-  t.dims = tensor.dims();
-  size_t size = elementSize(t.type);
-  if (size == 0) badInput("tensor '" + p.name() + "': type " + dataTypeName(t.type) + " cannot be folded");
-  if (auto raw = tensor.rawCopy()) {
-    t.data = std::move(*raw);
-  } else if (tensor.isExternal()) {
-    t.data = tensor.externalBytes().copy();
-  } else if (p.has_raw_data()) {
-    t.data = p.raw_data();
-  } else {
-    auto put = [&](const auto& field, auto as) {
-      t.data.resize(static_cast<size_t>(field.size()) * sizeof(as));
-      for (int i = 0; i < field.size(); ++i) {
-        auto v = static_cast<decltype(as)>(field.Get(i));
-        std::memcpy(t.data.data() + static_cast<size_t>(i) * sizeof(as), &v, sizeof(as));
-      }
-    };
-    switch (t.type) {
-      case TP::FLOAT: put(p.float_data(), float{}); break;
-      case TP::DOUBLE: put(p.double_data(), double{}); break;
-      case TP::INT64: put(p.int64_data(), int64_t{}); break;
-      case TP::UINT64: put(p.uint64_data(), uint64_t{}); break;
-      case TP::UINT32: put(p.uint64_data(), uint32_t{}); break;
-      case TP::INT32: put(p.int32_data(), int32_t{}); break;
-      case TP::INT16: put(p.int32_data(), int16_t{}); break;
-      case TP::UINT16: case TP::FLOAT16: case TP::BFLOAT16: put(p.int32_data(), uint16_t{}); break;
-      case TP::INT8: put(p.int32_data(), int8_t{}); break;
-      case TP::UINT8: case TP::BOOL: put(p.int32_data(), uint8_t{}); break;
-      default: badInput("tensor '" + p.name() + "': type " + dataTypeName(t.type) + " cannot be folded");
-    }
-  }
-  uint64_t needed = 0;
-  if (__builtin_mul_overflow(static_cast<uint64_t>(t.count()), size, &needed) || t.data.size() != needed)
-    badInput("tensor '" + p.name() + "' holds " + std::to_string(t.data.size()) + " bytes, its shape needs " +
-             std::to_string(static_cast<size_t>(t.count()) * size));
-  return t;
-}
-
-TP toTensorProto(const HostTensor& t, const std::string& name) {
-  TP p;
-  p.set_name(name);
-  p.set_data_type(t.type);
-  for (int64_t d : t.dims) p.add_dims(d);
-  p.set_raw_data(t.data);
-  return p;
-}
-
-std::optional<HostTensor> constantOf(const Value* v) {
-  if (!v) return std::nullopt;
-  try {
-    if (v->isInitializer() && !v->isGraphInput()) return readTensor(*v->initializer());
-    const Node* p = v->producer();
-    if (p && isDefaultDomain(p->domain()) && p->opType() == "Constant")
-      if (const Attribute* a = p->attribute("value"); a && a->t()) return readTensor(*a->t());
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
-}
-
-std::string contentKey(const HostTensor& t) {
-  return std::to_string(t.type) + ":" + std::to_string(t.dims.size()) + ":" + t.data;
-}
-
-
 namespace {
 
 const std::vector<std::string>& foldable() {
-  static const std::vector<std::string> ops = {"Identity", "Transpose", "Reshape", "Squeeze", "Unsqueeze", "Concat",
-                                               "Split", "Slice", "Cast", "Add", "Sub", "Mul", "Div", "Neg"};
+  static const std::vector<std::string> ops = {"Identity", "Transpose", "Reshape", "Squeeze", "Unsqueeze",
+                                               "Concat",   "Split",     "Slice",   "Cast",    "Add",
+                                               "Sub",      "Mul",       "Div",     "Neg"};
   return ops;
 }
 
@@ -122,7 +55,8 @@ HostTensor transpose(const HostTensor& in, std::vector<int64_t> perm) {
   size_t rank = in.dims.size();
   if (perm.empty())
     for (size_t i = rank; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
-  if (perm.size() != rank) badInput("Transpose: perm has " + std::to_string(perm.size()) + " axes, the tensor " + std::to_string(rank));
+  if (perm.size() != rank)
+    badInput("Transpose: perm has " + std::to_string(perm.size()) + " axes, the tensor " + std::to_string(rank));
   std::vector<bool> seen(rank, false);
   for (int64_t p : perm) {
     if (p < 0 || p >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(p)])
@@ -176,21 +110,29 @@ HostTensor binary(const std::string& op, const HostTensor& a, const HostTensor& 
       // by zero or the one signed quotient that does not fit (MIN / -1)
       // is refused, as the runtime would trap on it.
       const auto ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
-      if (op == "Add") r = static_cast<T>(ux + uy);
-      else if (op == "Sub") r = static_cast<T>(ux - uy);
-      else if (op == "Mul") r = static_cast<T>(ux * uy);
+      if (op == "Add")
+        r = static_cast<T>(ux + uy);
+      else if (op == "Sub")
+        r = static_cast<T>(ux - uy);
+      else if (op == "Mul")
+        r = static_cast<T>(ux * uy);
       else {
         if (y == 0) badInput("Div: integer division by zero");
         if constexpr (std::is_signed_v<T>)
           if (y == T(-1) && x == std::numeric_limits<T>::min())
-            badInput("Div: integer overflow (" + std::to_string(x) + " / -1 does not fit " + dataTypeName(a.type) + ")");
+            badInput("Div: integer overflow (" + std::to_string(x) + " / -1 does not fit " + dataTypeName(a.type) +
+                     ")");
         r = static_cast<T>(x / y);
       }
     } else {
-      if (op == "Add") r = x + y;
-      else if (op == "Sub") r = x - y;
-      else if (op == "Mul") r = x * y;
-      else r = x / y;
+      if (op == "Add")
+        r = x + y;
+      else if (op == "Sub")
+        r = x - y;
+      else if (op == "Mul")
+        r = x * y;
+      else
+        r = x / y;
     }
     store<T>(out.data, static_cast<size_t>(o), r);
     for (size_t d = rank; d-- > 0;) {
@@ -252,8 +194,8 @@ std::vector<int64_t> axesFrom(const Node& n, const std::vector<const HostTensor*
 
 bool isFoldable(const Node& node) {
   return isDefaultDomain(node.domain()) &&
-         (std::find(foldable().begin(), foldable().end(), node.opType()) != foldable().end() || isShapeOp(node.opType()) ||
-          isMathOp(node.opType()));
+         (std::find(foldable().begin(), foldable().end(), node.opType()) != foldable().end() ||
+          isShapeOp(node.opType()) || isMathOp(node.opType()));
 }
 
 namespace {
@@ -301,8 +243,10 @@ std::optional<std::vector<HostTensor>> evaluateNode(const Node& n, const std::ve
     int64_t known = 1, infer = -1;
     for (size_t i = 0; i < shape.size(); ++i) {
       if (shape[i] == 0 && !allowZero) shape[i] = i < x.dims.size() ? x.dims[i] : 0;
-      if (shape[i] == -1) infer = static_cast<int64_t>(i);
-      else known *= shape[i];
+      if (shape[i] == -1)
+        infer = static_cast<int64_t>(i);
+      else
+        known *= shape[i];
     }
     if (infer >= 0) shape[static_cast<size_t>(infer)] = known ? x.count() / known : 0;
     HostTensor out = x;
@@ -415,7 +359,8 @@ std::optional<std::vector<HostTensor>> evaluateNode(const Node& n, const std::ve
         s = std::clamp<int64_t>(s, 0, d - 1);
         e = std::clamp<int64_t>(e, -1, d - 1);
       }
-      int64_t count = st > 0 ? std::max<int64_t>(0, (e - s + st - 1) / st) : std::max<int64_t>(0, (s - e + (-st) - 1) / (-st));
+      int64_t count =
+          st > 0 ? std::max<int64_t>(0, (e - s + st - 1) / st) : std::max<int64_t>(0, (s - e + (-st) - 1) / (-st));
       start[a] = s;
       step[a] = st;
       dims[a] = count;
@@ -430,7 +375,8 @@ std::optional<std::vector<HostTensor>> evaluateNode(const Node& n, const std::ve
         (arithmetic(target) || target == TP::BOOL))
       return oneResult(castBool(x, target));
     if (!arithmetic(x.type) || !arithmetic(target)) {
-      why = std::string("Cast from ") + dataTypeName(x.type) + " to " + dataTypeName(static_cast<int32_t>(*to)) + " is not folded";
+      why = std::string("Cast from ") + dataTypeName(x.type) + " to " + dataTypeName(static_cast<int32_t>(*to)) +
+            " is not folded";
       return std::nullopt;
     }
     return oneResult(cast(x, static_cast<int32_t>(*to)));
@@ -446,7 +392,8 @@ std::optional<std::vector<HostTensor>> evaluateNode(const Node& n, const std::ve
       for (size_t i = 0; i < static_cast<size_t>(x.count()); ++i) {
         T v = load<T>(x.data, i);
         if constexpr (std::is_integral_v<T>)
-          store<T>(out.data, i, static_cast<T>(uint64_t{0} - static_cast<uint64_t>(v)));  // MIN wraps to MIN, no overflow
+          store<T>(out.data, i,
+                   static_cast<T>(uint64_t{0} - static_cast<uint64_t>(v)));  // MIN wraps to MIN, no overflow
         else
           store<T>(out.data, i, static_cast<T>(-v));
       }

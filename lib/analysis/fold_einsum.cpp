@@ -75,7 +75,8 @@ bool labelInputs(const std::vector<std::vector<int>>& parsed, const std::vector<
   for (size_t k = 0; k < parsed.size(); ++k) {
     std::vector<int> labels;
     for (int l : parsed[k]) {
-      if (l != kEllipsis) labels.push_back(l);
+      if (l != kEllipsis)
+        labels.push_back(l);
       else
         for (size_t e = 0; e < ellipsisRank; ++e) labels.push_back(static_cast<int>(kLetters + e));
     }
@@ -83,7 +84,8 @@ bool labelInputs(const std::vector<std::vector<int>>& parsed, const std::vector<
       int64_t& size = plan.size[static_cast<size_t>(labels[d])];
       int64_t dim = in[k]->dims[d];
       bool broadcasts = labels[d] >= kLetters;
-      if (size < 0 || (broadcasts && size == 1)) size = dim;
+      if (size < 0 || (broadcasts && size == 1))
+        size = dim;
       else if (dim != size && !(broadcasts && dim == 1)) {
         why = "Einsum: label sizes disagree";
         return false;
@@ -96,8 +98,8 @@ bool labelInputs(const std::vector<std::vector<int>>& parsed, const std::vector<
 
 // The output's labels: as written after "->", or the ellipsis axes then the
 // letters used once, in alphabetical order.
-bool labelOutput(const std::string& eq, size_t arrow, const std::vector<std::vector<int>>& parsed,
-                 size_t ellipsisRank, EinsumPlan& plan, std::string& why) {
+bool labelOutput(const std::string& eq, size_t arrow, const std::vector<std::vector<int>>& parsed, size_t ellipsisRank,
+                 EinsumPlan& plan, std::string& why) {
   std::vector<int> ellipsisLabels;
   for (size_t e = 0; e < ellipsisRank; ++e) ellipsisLabels.push_back(static_cast<int>(kLetters + e));
   if (arrow == std::string::npos) {
@@ -155,11 +157,13 @@ std::optional<EinsumPlan> planEinsum(const std::string& equation, const std::vec
 
 // Per label: its stride in a tensor with these labels (0 where absent or
 // broadcast; a repeated label's strides add up: the diagonal).
-std::vector<int64_t> labelStrides(const EinsumPlan& plan, const std::vector<int>& labels, const std::vector<int64_t>& dims) {
+std::vector<int64_t> labelStrides(const EinsumPlan& plan, const std::vector<int>& labels,
+                                  const std::vector<int64_t>& dims) {
   std::vector<int64_t> per(plan.size.size(), 0);
   auto strides = stridesOf(dims);
   for (size_t d = 0; d < labels.size(); ++d)
-    if (dims[d] != 1 || plan.size[static_cast<size_t>(labels[d])] == 1) per[static_cast<size_t>(labels[d])] += strides[d];
+    if (dims[d] != 1 || plan.size[static_cast<size_t>(labels[d])] == 1)
+      per[static_cast<size_t>(labels[d])] += strides[d];
   return per;
 }
 

@@ -52,13 +52,16 @@ inline bool arithmetic(int32_t type) {
 template <typename F>
 auto dispatch(int32_t type, F&& f) {
   switch (type) {
-    case TP::FLOAT: return f(float{});
-    case TP::DOUBLE: return f(double{});
-    case TP::INT32: return f(int32_t{});
-    default: return f(int64_t{});
+    case TP::FLOAT:
+      return f(float{});
+    case TP::DOUBLE:
+      return f(double{});
+    case TP::INT32:
+      return f(int32_t{});
+    default:
+      return f(int64_t{});
   }
 }
-
 
 // Numpy broadcasting of `shapes`; calls f(outIndex, inputIndices).
 template <typename F>

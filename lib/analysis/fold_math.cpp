@@ -20,9 +20,11 @@ using Result = std::optional<std::vector<HostTensor>>;
 
 const std::vector<std::string>& mathOps() {
   static const std::vector<std::string> ops = {
-      "Mod", "Pow", "Sqrt", "Exp", "Log", "Floor", "Ceil", "Round", "Reciprocal", "Sign", "Sum", "Mean",
-      "ReduceSum", "ReduceProd", "ReduceMin", "ReduceMax", "ReduceMean", "CumSum", "Tile", "Flatten",
-      "GatherElements", "GatherND", "ScatterND", "ScatterElements", "Einsum"};
+      "Mod",       "Pow",        "Sqrt",           "Exp",       "Log",        "Floor",
+      "Ceil",      "Round",      "Reciprocal",     "Sign",      "Sum",        "Mean",
+      "ReduceSum", "ReduceProd", "ReduceMin",      "ReduceMax", "ReduceMean", "CumSum",
+      "Tile",      "Flatten",    "GatherElements", "GatherND",  "ScatterND",  "ScatterElements",
+      "Einsum"};
   return ops;
 }
 
@@ -39,9 +41,9 @@ int64_t product(const std::vector<int64_t>& dims, size_t from = 0, size_t to = S
 // Element-wise over one float input. The op is resolved once, not per element.
 enum class Unary { Sqrt, Exp, Log, Floor, Ceil, Round, Reciprocal };
 Result unaryFloat(const std::string& name, const HostTensor& x) {
-  static const std::map<std::string, Unary, std::less<>> ops = {
-      {"Sqrt", Unary::Sqrt}, {"Exp", Unary::Exp},     {"Log", Unary::Log},
-      {"Floor", Unary::Floor}, {"Ceil", Unary::Ceil}, {"Round", Unary::Round}};
+  static const std::map<std::string, Unary, std::less<>> ops = {{"Sqrt", Unary::Sqrt}, {"Exp", Unary::Exp},
+                                                                {"Log", Unary::Log},   {"Floor", Unary::Floor},
+                                                                {"Ceil", Unary::Ceil}, {"Round", Unary::Round}};
   auto found = ops.find(name);
   Unary op = found == ops.end() ? Unary::Reciprocal : found->second;
   HostTensor out = x;
@@ -50,13 +52,27 @@ Result unaryFloat(const std::string& name, const HostTensor& x) {
     for (size_t i = 0; i < static_cast<size_t>(x.count()); ++i) {
       T v = load<T>(x.data, i), r{};
       switch (op) {
-        case Unary::Sqrt: r = std::sqrt(v); break;
-        case Unary::Exp: r = std::exp(v); break;
-        case Unary::Log: r = std::log(v); break;
-        case Unary::Floor: r = std::floor(v); break;
-        case Unary::Ceil: r = std::ceil(v); break;
-        case Unary::Round: r = std::nearbyint(v); break;  // halves to even, the default rounding mode
-        case Unary::Reciprocal: r = T(1) / v; break;
+        case Unary::Sqrt:
+          r = std::sqrt(v);
+          break;
+        case Unary::Exp:
+          r = std::exp(v);
+          break;
+        case Unary::Log:
+          r = std::log(v);
+          break;
+        case Unary::Floor:
+          r = std::floor(v);
+          break;
+        case Unary::Ceil:
+          r = std::ceil(v);
+          break;
+        case Unary::Round:
+          r = std::nearbyint(v);
+          break;  // halves to even, the default rounding mode
+        case Unary::Reciprocal:
+          r = T(1) / v;
+          break;
       }
       store<T>(out.data, i, r);
     }
@@ -82,7 +98,8 @@ T modOf(T a, T b, bool fmod) {
 template <typename T>
 T powOf(T base, double exponent) {
   if constexpr (std::is_integral_v<T>) {
-    if (exponent < 0 || exponent != std::floor(exponent)) badInput("Pow: a negative or fractional exponent of an integer");
+    if (exponent < 0 || exponent != std::floor(exponent))
+      badInput("Pow: a negative or fractional exponent of an integer");
     uint64_t r = 1, b = static_cast<uint64_t>(base);
     for (auto e = static_cast<uint64_t>(exponent); e; e >>= 1, b *= b)  // wraps as the runtime's integers do
       if (e & 1) r *= b;
@@ -133,7 +150,8 @@ Result reduce(const Node& n, const std::vector<const HostTensor*>& in, const Hos
   auto outStrides = stridesOf(kept);
   dispatch(x.type, [&](auto tag) {
     using T = decltype(tag);
-    using Acc = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;  // integers wrap, floats accumulate in double
+    using Acc =
+        std::conditional_t<std::is_integral_v<T>, uint64_t, double>;  // integers wrap, floats accumulate in double
     std::vector<Acc> acc(static_cast<size_t>(total), kind == Kind::Prod ? Acc(1) : Acc(0));
     std::vector<bool> seen(static_cast<size_t>(total), false);
     std::vector<int64_t> idx(x.dims.size(), 0);
@@ -144,11 +162,16 @@ Result reduce(const Node& n, const std::vector<const HostTensor*>& in, const Hos
       T v = load<T>(x.data, static_cast<size_t>(i));
       Acc& a = acc[static_cast<size_t>(o)];
       auto value = static_cast<Acc>(v);
-      if (kind == Kind::Sum || kind == Kind::Mean) a = a + value;
-      else if (kind == Kind::Prod) a = a * value;
-      else if (!seen[static_cast<size_t>(o)]) a = value;
-      else if (kind == Kind::Min) a = static_cast<T>(a) < v ? a : value;
-      else a = static_cast<T>(a) > v ? a : value;
+      if (kind == Kind::Sum || kind == Kind::Mean)
+        a = a + value;
+      else if (kind == Kind::Prod)
+        a = a * value;
+      else if (!seen[static_cast<size_t>(o)])
+        a = value;
+      else if (kind == Kind::Min)
+        a = static_cast<T>(a) < v ? a : value;
+      else
+        a = static_cast<T>(a) > v ? a : value;
       seen[static_cast<size_t>(o)] = true;
       for (size_t d = idx.size(); d-- > 0;) {
         if (++idx[d] < x.dims[d]) break;
@@ -159,8 +182,10 @@ Result reduce(const Node& n, const std::vector<const HostTensor*>& in, const Hos
     for (size_t o = 0; o < acc.size(); ++o) {
       T r = static_cast<T>(acc[o]);
       if (kind == Kind::Mean) {
-        if constexpr (std::is_integral_v<T>) r = per ? static_cast<T>(static_cast<int64_t>(static_cast<T>(acc[o])) / per) : T{};
-        else r = static_cast<T>(acc[o] / static_cast<double>(per));
+        if constexpr (std::is_integral_v<T>)
+          r = per ? static_cast<T>(static_cast<int64_t>(static_cast<T>(acc[o])) / per) : T{};
+        else
+          r = static_cast<T>(acc[o] / static_cast<double>(per));
       }
       store<T>(out.data, o, r);
     }
@@ -215,7 +240,8 @@ Result indexing(const Node& n, const std::vector<const HostTensor*>& in, const H
   }
   if (op == "Tile") {
     auto repeats = need(1).asInts();
-    if (repeats.size() != rank) badInput("Tile: repeats has " + std::to_string(repeats.size()) + " values for rank " + std::to_string(rank));
+    if (repeats.size() != rank)
+      badInput("Tile: repeats has " + std::to_string(repeats.size()) + " values for rank " + std::to_string(rank));
     std::vector<int64_t> dims(rank);
     uint64_t bytes = elementSize(x.type);
     for (size_t d = 0; d < rank; ++d) {
@@ -251,8 +277,10 @@ Result indexing(const Node& n, const std::vector<const HostTensor*>& in, const H
           int64_t pos = o + (reverse ? len - 1 - k : k) * stride;
           T v = load<T>(x.data, static_cast<size_t>(pos));
           if (exclusive) store<T>(out.data, static_cast<size_t>(pos), sum);
-          if constexpr (std::is_integral_v<T>) sum = static_cast<T>(static_cast<uint64_t>(sum) + static_cast<uint64_t>(v));
-          else sum = static_cast<T>(sum + v);
+          if constexpr (std::is_integral_v<T>)
+            sum = static_cast<T>(static_cast<uint64_t>(sum) + static_cast<uint64_t>(v));
+          else
+            sum = static_cast<T>(sum + v);
           if (!exclusive) store<T>(out.data, static_cast<size_t>(pos), sum);
         }
       }
@@ -277,7 +305,8 @@ Result indexing(const Node& n, const std::vector<const HostTensor*>& in, const H
     const HostTensor &indices = need(1), &updates = need(2);
     if (n.attribute("reduction") && n.attribute("reduction")->proto().s() != "none") return std::nullopt;
     int64_t axis = normAxis(intAttr(n, "axis").value_or(0), rank, "ScatterElements");
-    if (indices.dims != updates.dims || indices.dims.size() != rank) badInput("ScatterElements: indices and updates differ");
+    if (indices.dims != updates.dims || indices.dims.size() != rank)
+      badInput("ScatterElements: indices and updates differ");
     auto idxs = indices.asInts();
     HostTensor out = x;
     for (int64_t o = 0; o < indices.count(); ++o) {
@@ -293,14 +322,16 @@ Result indexing(const Node& n, const std::vector<const HostTensor*>& in, const H
   int64_t batch = op == "GatherND" ? intAttr(n, "batch_dims").value_or(0) : 0;
   if (batch != 0) return std::nullopt;
   auto k = static_cast<size_t>(indices.dims.back());
-  if (k > rank) badInput(op + ": indices address " + std::to_string(k) + " axes of a rank " + std::to_string(rank) + " tensor");
+  if (k > rank)
+    badInput(op + ": indices address " + std::to_string(k) + " axes of a rank " + std::to_string(rank) + " tensor");
   std::vector<int64_t> slice(x.dims.begin() + static_cast<long>(k), x.dims.end());
   int64_t sliceSize = product(slice), tuples = indices.count() / static_cast<int64_t>(std::max<size_t>(k, 1));
   if (k == 0) tuples = product(indices.dims, 0, indices.dims.size() - 1);
   auto idxs = indices.asInts();
   std::vector<int64_t> prefix(x.dims.begin(), x.dims.begin() + static_cast<long>(k));
   auto base = [&](int64_t t) {
-    std::vector<int64_t> at(idxs.begin() + t * static_cast<int64_t>(k), idxs.begin() + (t + 1) * static_cast<int64_t>(k));
+    std::vector<int64_t> at(idxs.begin() + t * static_cast<int64_t>(k),
+                            idxs.begin() + (t + 1) * static_cast<int64_t>(k));
     return offsetOf(at, prefix, op.c_str()) * sliceSize;
   };
   if (op == "GatherND") {
@@ -313,7 +344,9 @@ Result indexing(const Node& n, const std::vector<const HostTensor*>& in, const H
   }
   if (n.attribute("reduction") && n.attribute("reduction")->proto().s() != "none") return std::nullopt;
   const HostTensor& updates = need(2);
-  if (updates.count() != tuples * sliceSize) badInput("ScatterND: updates has " + std::to_string(updates.count()) + " elements, not " + std::to_string(tuples * sliceSize));
+  if (updates.count() != tuples * sliceSize)
+    badInput("ScatterND: updates has " + std::to_string(updates.count()) + " elements, not " +
+             std::to_string(tuples * sliceSize));
   HostTensor out = x;
   for (int64_t t = 0; t < tuples; ++t)
     for (int64_t e = 0; e < sliceSize; ++e) copyElement(out, base(t) + e, updates, t * sliceSize + e);
@@ -334,7 +367,8 @@ Result evaluateMathOp(const Node& n, const std::vector<const HostTensor*>& in, s
   if (in.empty() || !in[0]) badInput(op + ": input 0 is missing");
   if (op == "Einsum") return evaluateEinsum(n, in, why, maxBytes);
   const HostTensor& x = *in[0];
-  bool indexOp = op == "Flatten" || op == "Tile" || op == "CumSum" || op.starts_with("Gather") || op.starts_with("Scatter");
+  bool indexOp =
+      op == "Flatten" || op == "Tile" || op == "CumSum" || op.starts_with("Gather") || op.starts_with("Scatter");
   if (indexOp) {
     auto r = indexing(n, in, x, maxBytes, why);
     if (!r && why.empty()) why = op + " with these attributes or types is not folded";
@@ -354,14 +388,16 @@ Result evaluateMathOp(const Node& n, const std::vector<const HostTensor*>& in, s
     });
     return one(std::move(out));
   }
-  if (op == "Sqrt" || op == "Exp" || op == "Log" || op == "Floor" || op == "Ceil" || op == "Round" || op == "Reciprocal") {
+  if (op == "Sqrt" || op == "Exp" || op == "Log" || op == "Floor" || op == "Ceil" || op == "Round" ||
+      op == "Reciprocal") {
     if (!isFloat(x.type)) return refuse(op + " on " + dataTypeName(x.type) + " is not folded");
     return unaryFloat(op, x);
   }
   if (op == "Pow") {
     if (in.size() < 2 || !in[1]) badInput("Pow: input 1 is missing");
     const HostTensor& y = *in[1];
-    if (!arithmetic(y.type)) return refuse("Pow with a " + std::string(dataTypeName(y.type)) + " exponent is not folded");
+    if (!arithmetic(y.type))
+      return refuse("Pow with a " + std::string(dataTypeName(y.type)) + " exponent is not folded");
     HostTensor out{x.type, {}, {}};
     out.dims = broadcast({x.dims, y.dims}, "Pow", [&](size_t, const std::vector<size_t>& at) {
       dispatch(x.type, [&](auto t) {
@@ -378,7 +414,8 @@ Result evaluateMathOp(const Node& n, const std::vector<const HostTensor*>& in, s
     if (!t || t->type != x.type) return refuse(op + " on inputs of different types");
   bool fmod = intAttr(n, "fmod").value_or(0) != 0;
   if (op == "Mod" && isFloat(x.type) && !fmod) badInput("Mod: fmod must be 1 for floating-point inputs");
-  if (op == "Mean" && !isFloat(x.type)) return refuse("Mean on " + std::string(dataTypeName(x.type)) + " is not folded");
+  if (op == "Mean" && !isFloat(x.type))
+    return refuse("Mean on " + std::string(dataTypeName(x.type)) + " is not folded");
   std::vector<std::vector<int64_t>> shapes;
   for (const HostTensor* t : in) shapes.push_back(t->dims);
   HostTensor out{x.type, {}, {}};
@@ -392,8 +429,10 @@ Result evaluateMathOp(const Node& n, const std::vector<const HostTensor*>& in, s
       } else {
         for (size_t k = 1; k < in.size(); ++k) {
           T v = load<T>(in[k]->data, at[k]);
-          if constexpr (std::is_integral_v<T>) r = static_cast<T>(static_cast<uint64_t>(r) + static_cast<uint64_t>(v));
-          else r = static_cast<T>(r + v);
+          if constexpr (std::is_integral_v<T>)
+            r = static_cast<T>(static_cast<uint64_t>(r) + static_cast<uint64_t>(v));
+          else
+            r = static_cast<T>(r + v);
         }
         if constexpr (!std::is_integral_v<T>)
           if (mean) r = static_cast<T>(r / static_cast<T>(in.size()));

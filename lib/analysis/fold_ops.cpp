@@ -14,9 +14,10 @@ namespace {
 using namespace ir;
 
 const std::vector<std::string>& shapeOps() {
-  static const std::vector<std::string> ops = {
-      "Shape", "Size", "Gather", "Range", "Trilu", "ConstantOfShape", "Expand", "Equal", "Less", "Greater",
-      "LessOrEqual", "GreaterOrEqual", "Where", "Not", "And", "Or", "Xor", "Min", "Max", "Abs", "NonZero"};
+  static const std::vector<std::string> ops = {"Shape",  "Size",  "Gather", "Range",   "Trilu",       "ConstantOfShape",
+                                               "Expand", "Equal", "Less",   "Greater", "LessOrEqual", "GreaterOrEqual",
+                                               "Where",  "Not",   "And",    "Or",      "Xor",         "Min",
+                                               "Max",    "Abs",   "NonZero"};
   return ops;
 }
 
@@ -32,7 +33,9 @@ std::optional<std::vector<HostTensor>> one(HostTensor t) { return oneResult(std:
 
 }  // namespace
 
-bool isShapeOp(const std::string& op) { return std::find(shapeOps().begin(), shapeOps().end(), op) != shapeOps().end(); }
+bool isShapeOp(const std::string& op) {
+  return std::find(shapeOps().begin(), shapeOps().end(), op) != shapeOps().end();
+}
 
 // Long: one short case per op of shapeOps(), kept together as the list they mirror.
 std::optional<std::vector<HostTensor>> evaluateShapeOp(const Node& n, const std::vector<const HostTensor*>& in,
@@ -92,7 +95,8 @@ std::optional<std::vector<HostTensor>> evaluateShapeOp(const Node& n, const std:
   }
   if (op == "Range") {
     const HostTensor &limit = need(1), &delta = need(2);
-    if (!numeric(x.type) || limit.type != x.type || delta.type != x.type) return refuse("Range on " + std::string(dataTypeName(x.type)));
+    if (!numeric(x.type) || limit.type != x.type || delta.type != x.type)
+      return refuse("Range on " + std::string(dataTypeName(x.type)));
     return dispatch(x.type, [&](auto t) -> std::optional<std::vector<HostTensor>> {
       using T = decltype(t);
       T s = load<T>(x.data, 0), l = load<T>(limit.data, 0), d = load<T>(delta.data, 0);
@@ -103,7 +107,8 @@ std::optional<std::vector<HostTensor>> evaluateShapeOp(const Node& n, const std:
       int64_t k = std::max<int64_t>(0, static_cast<int64_t>(count));
       if (tooLarge({k}, sizeof(T))) return refuse("Range: the result is over the size limit");
       HostTensor out{x.type, {k}, std::string(static_cast<size_t>(k) * sizeof(T), '\0')};
-      for (int64_t i = 0; i < k; ++i) store<T>(out.data, static_cast<size_t>(i), static_cast<T>(s + static_cast<T>(i) * d));
+      for (int64_t i = 0; i < k; ++i)
+        store<T>(out.data, static_cast<size_t>(i), static_cast<T>(s + static_cast<T>(i) * d));
       return one(std::move(out));
     });
   }
@@ -138,14 +143,14 @@ std::optional<std::vector<HostTensor>> evaluateShapeOp(const Node& n, const std:
       size_t rank = std::max(shape.size(), x.dims.size());
       std::vector<int64_t> dims(rank, 1);
       for (size_t i = 0; i < shape.size(); ++i) dims[rank - shape.size() + i] = shape[i];
-      for (size_t i = 0; i < x.dims.size(); ++i) dims[rank - x.dims.size() + i] = std::max(dims[rank - x.dims.size() + i], x.dims[i]);
+      for (size_t i = 0; i < x.dims.size(); ++i)
+        dims[rank - x.dims.size() + i] = std::max(dims[rank - x.dims.size() + i], x.dims[i]);
       if (tooLarge(dims, es)) return refuse("Expand: the result is over the size limit");
     }
     HostTensor out{x.type, {}, {}};
     std::string& data = out.data;
-    out.dims = broadcast({x.dims, shape}, "Expand", [&](size_t, const std::vector<size_t>& at) {
-      data.append(x.data, at[0] * es, es);
-    });
+    out.dims = broadcast({x.dims, shape}, "Expand",
+                         [&](size_t, const std::vector<size_t>& at) { data.append(x.data, at[0] * es, es); });
     return one(std::move(out));
   }
   if (op == "NonZero") {

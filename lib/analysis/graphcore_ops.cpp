@@ -30,7 +30,7 @@ void groupNormalization(InferenceContext& ctx) {
   if (shape.dim_size() > 0 && shape.dim(0).has_dim_value())
     for (size_t i = 1; i < ctx.getNumOutputs() && i < 3; ++i)
       ctx.getOutputType(i)->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(groups *
-                                                                                           shape.dim(0).dim_value());
+                                                                                             shape.dim(0).dim_value());
 }
 
 void broadcast(InferenceContext& ctx) {
@@ -109,20 +109,34 @@ onnx::OpSchema build(const std::string& name, const nlohmann::json& op, const nl
     }
     const auto& d = spec["default"];
     switch (type) {
-      case onnx::AttributeProto::FLOAT: s.Attr(attr, "", type, d.get<float>()); break;
-      case onnx::AttributeProto::INT: s.Attr(attr, "", type, d.get<int64_t>()); break;
-      case onnx::AttributeProto::STRING: s.Attr(attr, "", type, d.get<std::string>()); break;
-      default: throw std::logic_error("schemas/graphcore-ops.json: default of " + name + "." + attr + " not supported");
+      case onnx::AttributeProto::FLOAT:
+        s.Attr(attr, "", type, d.get<float>());
+        break;
+      case onnx::AttributeProto::INT:
+        s.Attr(attr, "", type, d.get<int64_t>());
+        break;
+      case onnx::AttributeProto::STRING:
+        s.Attr(attr, "", type, d.get<std::string>());
+        break;
+      default:
+        throw std::logic_error("schemas/graphcore-ops.json: default of " + name + "." + attr + " not supported");
     }
   }
   std::string inference = op.value("inference", "none");
-  if (inference == "first_input") s.TypeAndShapeInferenceFunction(firstInput);
-  else if (inference == "group_normalization") s.TypeAndShapeInferenceFunction(groupNormalization);
-  else if (inference == "broadcast") s.TypeAndShapeInferenceFunction(broadcast);
-  else if (inference == "loss") s.TypeAndShapeInferenceFunction(loss);
-  else if (inference == "call") s.TypeAndShapeInferenceFunction(call);
-  else if (inference == "nothing") s.TypeAndShapeInferenceFunction([](InferenceContext&) {});
-  else s.TypeAndShapeInferenceFunction(elemTypeOnly);
+  if (inference == "first_input")
+    s.TypeAndShapeInferenceFunction(firstInput);
+  else if (inference == "group_normalization")
+    s.TypeAndShapeInferenceFunction(groupNormalization);
+  else if (inference == "broadcast")
+    s.TypeAndShapeInferenceFunction(broadcast);
+  else if (inference == "loss")
+    s.TypeAndShapeInferenceFunction(loss);
+  else if (inference == "call")
+    s.TypeAndShapeInferenceFunction(call);
+  else if (inference == "nothing")
+    s.TypeAndShapeInferenceFunction([](InferenceContext&) {});
+  else
+    s.TypeAndShapeInferenceFunction(elemTypeOnly);
   return s;
 }
 

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <onnx/defs/schema.h>
+#include <nlohmann/json.hpp>
 
 namespace graphrw {
 

@@ -16,18 +16,25 @@ using nlohmann::json;
 
 namespace {
 
-
 std::string typeOf(const json& j) {
   switch (j.type()) {
-    case json::value_t::object: return "object";
-    case json::value_t::array: return "array";
-    case json::value_t::string: return "string";
-    case json::value_t::boolean: return "boolean";
+    case json::value_t::object:
+      return "object";
+    case json::value_t::array:
+      return "array";
+    case json::value_t::string:
+      return "string";
+    case json::value_t::boolean:
+      return "boolean";
     case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "integer";
-    case json::value_t::number_float: return "number";
-    case json::value_t::null: return "null";
-    default: return "value";
+    case json::value_t::number_unsigned:
+      return "integer";
+    case json::value_t::number_float:
+      return "number";
+    case json::value_t::null:
+      return "null";
+    default:
+      return "value";
   }
 }
 
@@ -61,15 +68,16 @@ std::string joinPath(const std::string& from, const std::string& rel) {
   return out;
 }
 
-
 }  // namespace
 
-
 void SchemaSet::add(const std::string& path, json schema) {
-  static const std::vector<std::string> supported = {
-      "$schema", "$id", "$ref", "$defs", "$comment", "title", "description", "examples", "default",
-      "type", "const", "enum", "oneOf", "anyOf", "properties", "additionalProperties", "required",
-      "minProperties", "items", "minItems", "maxItems", "uniqueItems", "minLength", "minimum", "maximum", "pattern"};
+  static const std::vector<std::string> supported = {"$schema",  "$id",           "$ref",        "$defs",
+                                                     "$comment", "title",         "description", "examples",
+                                                     "default",  "type",          "const",       "enum",
+                                                     "oneOf",    "anyOf",         "properties",  "additionalProperties",
+                                                     "required", "minProperties", "items",       "minItems",
+                                                     "maxItems", "uniqueItems",   "minLength",   "minimum",
+                                                     "maximum",  "pattern"};
   std::function<void(const json&, const std::string&)> walk = [&](const json& node, const std::string& where) {
     if (!node.is_object()) return;
     for (const auto& [k, v] : node.items()) {
@@ -138,8 +146,10 @@ std::optional<SchemaError> SchemaSet::check(const json& schema, const std::strin
   }
   if (auto t = schema.find("type"); t != schema.end()) {
     std::vector<std::string> types;
-    if (t->is_string()) types.push_back(t->get<std::string>());
-    else for (const auto& x : *t) types.push_back(x.get<std::string>());
+    if (t->is_string())
+      types.push_back(t->get<std::string>());
+    else
+      for (const auto& x : *t) types.push_back(x.get<std::string>());
     bool ok = std::any_of(types.begin(), types.end(), [&](const std::string& x) { return hasType(inst, x); });
     if (!ok) {
       std::string want;
@@ -184,7 +194,8 @@ std::optional<SchemaError> SchemaSet::check(const json& schema, const std::strin
     const json* props = schema.contains("properties") ? &schema["properties"] : nullptr;
     if (auto ap = schema.find("additionalProperties"); ap != schema.end() && ap->is_boolean() && !ap->get<bool>()) {
       std::vector<std::string> known;
-      if (props) for (const auto& [k, _] : props->items()) known.push_back(k);
+      if (props)
+        for (const auto& [k, _] : props->items()) known.push_back(k);
       for (const auto& [k, _] : inst.items())
         if (!props || !props->contains(k)) {
           std::string msg = "unknown key '" + k + "'";
@@ -217,7 +228,8 @@ std::optional<SchemaError> SchemaSet::check(const json& schema, const std::strin
       for (size_t i = 1; i < inst.size(); ++i)
         for (size_t j = 0; j < i; ++j)
           if (inst[i] == inst[j])
-            return SchemaError{pointer + "/" + std::to_string(i), "repeats item " + std::to_string(j) + " (" + inst[i].dump() + ")"};
+            return SchemaError{pointer + "/" + std::to_string(i),
+                               "repeats item " + std::to_string(j) + " (" + inst[i].dump() + ")"};
     if (auto items = schema.find("items"); items != schema.end())
       for (size_t i = 0; i < inst.size(); ++i)
         if (auto e = check(*items, doc, inst[i], pointer + "/" + std::to_string(i))) return e;
@@ -227,7 +239,9 @@ std::optional<SchemaError> SchemaSet::check(const json& schema, const std::strin
       return SchemaError{pointer, "must not be empty"};
     // __polynomial (libstdc++): linear in the (untrusted) string, no recursion per character.
     if (auto p = schema.find("pattern"); p != schema.end())
-      if (!std::regex_search(inst.get<std::string>(), std::regex(p->get<std::string>(), std::regex::ECMAScript | std::regex_constants::__polynomial)))
+      if (!std::regex_search(
+              inst.get<std::string>(),
+              std::regex(p->get<std::string>(), std::regex::ECMAScript | std::regex_constants::__polynomial)))
         return SchemaError{pointer, "must match the pattern " + p->dump()};
   }
   if (inst.is_number()) {
@@ -273,6 +287,5 @@ json SchemaSet::bundle(const std::string& path) const {
   }
   return root;
 }
-
 
 }  // namespace graphrw

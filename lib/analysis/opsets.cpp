@@ -12,6 +12,21 @@
 
 namespace graphrw {
 
+int64_t newestOpset() {
+  const auto& map = domainVersionRanges();
+  auto it = map.find("");
+  return it == map.end() ? 17 : it->second.second;
+}
+
+int64_t irVersionFor(int64_t opset) {
+  if (opset <= 8) return 3;
+  if (opset == 9) return 4;
+  if (opset == 10) return 5;
+  if (opset == 11) return 6;
+  if (opset <= 14) return 7;
+  return 8;
+}
+
 using namespace ir;
 
 namespace {

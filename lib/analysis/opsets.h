@@ -43,13 +43,18 @@ size_t callDepth(const ir::Model& model);
 // never called stay (as in ONNX's inliner). Returns the removed functions' names.
 std::vector<std::string> pruneUnused(ir::Rewriter& rw, const ModelUsage& before);
 
+// The newest ai.onnx opset the ONNX library knows.
+int64_t newestOpset();
+// The IR version ONNX's version table pairs with an ai.onnx opset.
+int64_t irVersionFor(int64_t opset);
+
 // A copy of `function` whose ai.onnx ops are converted from version `from` to
 // `to`: by the converter set below (the opset pass registers its own, which
 // knows forms ONNX's converter crashes on), else by ONNX's version converter.
 // Throws Error naming the function.
 std::unique_ptr<ir::Function> convertFunction(ir::Model& model, const ir::Function& function, int64_t from, int64_t to);
-using FunctionConverter = std::unique_ptr<ir::Function> (*)(ir::Model& model, const ir::Function& function, int64_t from,
-                                                             int64_t to);
+using FunctionConverter = std::unique_ptr<ir::Function> (*)(ir::Model& model, const ir::Function& function,
+                                                            int64_t from, int64_t to);
 void setFunctionConverter(FunctionConverter converter);
 // A function body as a model of its own (its formal inputs and outputs the
 // graph's) importing ai.onnx `from`: what a converter runs on.

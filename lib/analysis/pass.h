@@ -41,7 +41,7 @@ struct RuleContext {
 struct PassContext {
   ir::Rewriter& rewriter;
   nlohmann::json details = nlohmann::json::object();  // pass-specific report entries
-  size_t matched = 0;                                  // nodes or blocks the pass's selectors matched
+  size_t matched = 0;  // nodes or blocks the pass's selectors matched
 };
 
 class Pass {
@@ -59,21 +59,21 @@ class Pass {
 // docs/passes.md and the defaults its factory reads are all made from this.
 struct OptionSpec {
   enum class Kind {
-    String,     // --opt TEXT                      -> "TEXT"
-    Integer,    // --opt N                         -> N (a usage error when not a 64-bit integer)
-    Flag,       // --opt                           -> true
-    NoFlag,     // --no-opt                        -> false
+    String,  // --opt TEXT                      -> "TEXT"
+    Integer,  // --opt N                         -> N (a usage error when not a 64-bit integer)
+    Flag,  // --opt                           -> true
+    NoFlag,  // --no-opt                        -> false
     Selectors,  // --opt SEL (repeatable)          -> a selector object, or a list of them
-    List,       // --opt A,B (repeatable, CLI11's delimiter) -> ["A", "B"]
-    Pairs,      // --opt K=V (repeatable)          -> {"K": "V"}
+    List,  // --opt A,B (repeatable, CLI11's delimiter) -> ["A", "B"]
+    Pairs,  // --opt K=V (repeatable)          -> {"K": "V"}
     JsonPairs,  // --opt K=V (repeatable)          -> {"K": V as JSON, else the string}
-    Json,       // --opt JSON                      -> the JSON value
+    Json,  // --opt JSON                      -> the JSON value
   };
   // The key in the pass's rule-file entry ("every"). Empty for a flag that
   // sets a field inside a structured key (`pointer`: "/replacements/0/with"),
   // whose schema that key's option declares.
   std::string key{};
-  std::string flags{};    // CLI11 names: "--every" or "-k,--key"; "" when only rule files set it
+  std::string flags{};  // CLI11 names: "--every" or "-k,--key"; "" when only rule files set it
   std::string pointer{};  // a field flag's place in the entry ("/replacements/0/with"), with no key
   Kind kind = Kind::String;
   // --help; for a key, the schema's description and the docs table too.
@@ -90,7 +90,7 @@ struct OptionSpec {
   // this flag and its value name it ("--with Gelu").
   bool labels = false;
   std::vector<std::string> excludes{};  // flags this one cannot be given with
-  std::vector<std::string> needs{};     // flags this one needs
+  std::vector<std::string> needs{};  // flags this one needs
   // Replaces the default conversion of the given values (e.g. "all" for a list).
   std::function<nlohmann::json(const std::vector<std::string>& values)> convert{};
 
@@ -99,18 +99,19 @@ struct OptionSpec {
 };
 
 struct PassSpec {
-  std::string name{};         // rule files' "pass", the subcommand, the report's "pass" and Pass::name()
-  std::string summary{};      // one line: the subcommand's description
+  std::string name{};  // rule files' "pass", the subcommand, the report's "pass" and Pass::name()
+  std::string summary{};  // one line: the subcommand's description
   std::string description{};  // the schema's description ("" = the summary)
-  std::string outputTag{};    // without -o, MODEL.onnx is written to MODEL.<outputTag>.onnx
+  std::string outputTag{};  // without -o, MODEL.onnx is written to MODEL.<outputTag>.onnx
   std::vector<OptionSpec> options{};
-  nlohmann::json defs{};                // the schema's $defs (structures a key's schema refers to)
-  nlohmann::json constraints{};         // further keywords of the entry's schema ({"oneOf": [...]}: one of two keys)
+  nlohmann::json defs{};  // the schema's $defs (structures a key's schema refers to)
+  nlohmann::json constraints{};  // further keywords of the entry's schema ({"oneOf": [...]}: one of two keys)
   std::vector<std::string> examples{};  // command lines for --help
   // From an entry valid against the pass's schema, every default filled in;
   // `pointer` is the entry's place in the rule file ("" for a command line).
   // Throws Error(Usage).
-  std::function<std::unique_ptr<Pass>(const nlohmann::json& entry, const RuleContext& where, const std::string& pointer)>
+  std::function<std::unique_ptr<Pass>(const nlohmann::json& entry, const RuleContext& where,
+                                      const std::string& pointer)>
       create{};
 
   // The rule-file entry's JSON Schema ("passes/NAME.schema.json" among the

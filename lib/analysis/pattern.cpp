@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -40,11 +40,20 @@ std::optional<std::vector<double>> numbers(const HostTensor& t) {
   };
   bool ok = false;
   switch (t.type) {
-    case onnx::TensorProto::FLOAT: ok = read(float{}); break;
-    case onnx::TensorProto::DOUBLE: ok = read(double{}); break;
-    case onnx::TensorProto::INT32: ok = read(int32_t{}); break;
-    case onnx::TensorProto::INT64: ok = read(int64_t{}); break;
-    default: return std::nullopt;
+    case onnx::TensorProto::FLOAT:
+      ok = read(float{});
+      break;
+    case onnx::TensorProto::DOUBLE:
+      ok = read(double{});
+      break;
+    case onnx::TensorProto::INT32:
+      ok = read(int32_t{});
+      break;
+    case onnx::TensorProto::INT64:
+      ok = read(int64_t{});
+      break;
+    default:
+      return std::nullopt;
   }
   if (!ok) return std::nullopt;
   return out;
@@ -77,7 +86,9 @@ const ir::ValueList kNoValues;
 
 Pattern::Pattern(onnx::FunctionProto match, onnx::FunctionProto replacement, std::string where,
                  PatternConstraints constraints)
-    : match_(std::move(match)), replacement_(std::move(replacement)), where_(std::move(where)),
+    : match_(std::move(match)),
+      replacement_(std::move(replacement)),
+      where_(std::move(where)),
       constraints_(std::move(constraints)) {
   // `attr = @x` in the replacement, x a match input: the attribute takes the
   // value of the constant x binds to (LayerNorm's epsilon).
@@ -86,7 +97,8 @@ Pattern::Pattern(onnx::FunctionProto match, onnx::FunctionProto replacement, std
       if (!a.ref_attr_name().empty()) {
         const std::string& r = a.ref_attr_name();
         if (std::find(match_.input().begin(), match_.input().end(), r) == match_.input().end())
-          usageError(where_ + ": the replacement's attribute '" + a.name() + "' = @" + r + " names no input of the match");
+          usageError(where_ + ": the replacement's attribute '" + a.name() + "' = @" + r +
+                     " names no input of the match");
         attributeRefs_[r] = a.type();
         if (std::find(constraints_.constants.begin(), constraints_.constants.end(), r) == constraints_.constants.end())
           constraints_.constants.push_back(r);
@@ -120,7 +132,8 @@ void Pattern::compile() {
   c.anchor = anchor_;
   c.formals.assign(match_.input().begin(), match_.input().end());
   std::map<std::string, pattern_detail::Ref> refs;
-  for (int f = 0; f < match_.input_size(); ++f) refs.emplace(match_.input(f), pattern_detail::Ref{pattern_detail::Ref::Formal, f});
+  for (int f = 0; f < match_.input_size(); ++f)
+    refs.emplace(match_.input(f), pattern_detail::Ref{pattern_detail::Ref::Formal, f});
   for (int q = 0; q < match_.node_size(); ++q) {
     const auto& pn = match_.node(q);
     bool constant = pn.op_type() == "Constant" && sameDomain(pn.domain(), "");
@@ -143,17 +156,21 @@ void Pattern::compile() {
     }
     for (const auto& in : pn.input()) {
       auto it = refs.find(in);
-      n.inputs.push_back(in.empty() ? pattern_detail::Ref{pattern_detail::Ref::Empty}
-                                    : it == refs.end() ? pattern_detail::Ref{} : it->second);
+      n.inputs.push_back(in.empty()         ? pattern_detail::Ref{pattern_detail::Ref::Empty}
+                         : it == refs.end() ? pattern_detail::Ref{}
+                                            : it->second);
     }
     c.nodes.push_back(std::move(n));
   }
   // Slots in the order the matcher binds them, so a name given twice keeps the last binding as before.
-  auto slot = [&](const std::string& name) { return c.slots.emplace(name, static_cast<int>(c.slots.size())).first->second; };
+  auto slot = [&](const std::string& name) {
+    return c.slots.emplace(name, static_cast<int>(c.slots.size())).first->second;
+  };
   for (const auto& f : match_.input()) c.formalSlots.push_back(slot(f));
   for (const auto& pn : match_.node()) c.outputSlots.emplace_back().assign(pn.output_size(), 0);
   for (int q = 0; q < match_.node_size(); ++q)
-    for (int k = 0; k < match_.node(q).output_size(); ++k) c.outputSlots[static_cast<size_t>(q)][static_cast<size_t>(k)] = slot(match_.node(q).output(k));
+    for (int k = 0; k < match_.node(q).output_size(); ++k)
+      c.outputSlots[static_cast<size_t>(q)][static_cast<size_t>(k)] = slot(match_.node(q).output(k));
   for (const auto& o : match_.output()) c.resultSlots.push_back(c.slots.at(o));
 }
 
@@ -243,20 +260,26 @@ onnx::AttributeProto Pattern::attributeFromConstant(const std::string& formal, i
     return static_cast<float>(v);
   };
   if ((type == onnx::AttributeProto::FLOAT || type == onnx::AttributeProto::INT) && values->size() != 1)
-    fail("holds " + std::to_string(values->size()) + " values; a " + ir::attributeTypeName(type) + " attribute takes one");
+    fail("holds " + std::to_string(values->size()) + " values; a " + ir::attributeTypeName(type) +
+         " attribute takes one");
   onnx::AttributeProto a;
   a.set_name(formal);
   a.set_type(static_cast<onnx::AttributeProto_AttributeType>(type));
   switch (type) {
-    case onnx::AttributeProto::FLOAT: a.set_f(toFloat(0)); break;
-    case onnx::AttributeProto::INT: a.set_i(toInt(0)); break;
+    case onnx::AttributeProto::FLOAT:
+      a.set_f(toFloat(0));
+      break;
+    case onnx::AttributeProto::INT:
+      a.set_i(toInt(0));
+      break;
     case onnx::AttributeProto::FLOATS:
       for (size_t i = 0; i < values->size(); ++i) a.add_floats(toFloat(i));
       break;
     case onnx::AttributeProto::INTS:
       for (size_t i = 0; i < values->size(); ++i) a.add_ints(toInt(i));
       break;
-    default: usageError(where_ + ": input '" + formal + "' cannot give an attribute of this type");
+    default:
+      usageError(where_ + ": input '" + formal + "' cannot give an attribute of this type");
   }
   return a;
 }
@@ -326,7 +349,8 @@ std::vector<Node*> Pattern::apply(Model& model, Rewriter& rw, Graph& g, PatternM
     for (Node* m : b.nodes)
       if (m && m->scratch > last->scratch) last = m;
     auto placement = popart::placementOf(*b.nodes.at(anchor_));
-    std::string prefix = b.nodes.at(anchor_)->name().empty() ? rw.reserveNodeName(g, match_.name()) : b.nodes.at(anchor_)->name().str();
+    std::string prefix =
+        b.nodes.at(anchor_)->name().empty() ? rw.reserveNodeName(g, match_.name()) : b.nodes.at(anchor_)->name().str();
     std::vector<Value*> ins;
     for (int s : compiled_->formalSlots) ins.push_back(b.values[static_cast<size_t>(s)]);
     std::vector<Value*> outs;
@@ -336,7 +360,8 @@ std::vector<Node*> Pattern::apply(Model& model, Rewriter& rw, Graph& g, PatternM
     const Function& body = bodyFor(values);
     auto next = std::next(g.position(last));
     const Node* before = next == g.nodes().end() ? nullptr : next->get();
-    Node* call = rw.createNode(g, before, {"", match_.name(), "graphrw.pattern", ins, std::vector<std::string>(outs.size())});
+    Node* call =
+        rw.createNode(g, before, {"", match_.name(), "graphrw.pattern", ins, std::vector<std::string>(outs.size())});
     // Constants the match read, removed below when nothing else reads them.
     std::vector<Value*> constants;
     for (const Node* m : b.nodes)

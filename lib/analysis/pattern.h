@@ -38,9 +38,10 @@ inline constexpr uint64_t kDefaultMaxMatchSteps = 100000;
 inline constexpr int kMaxMatchNodes = 2000;
 
 struct PatternConstraints {
-  std::vector<std::string> weights;    // match inputs that must be initializers (not graph inputs), maybe through Identity
+  std::vector<std::string>
+      weights;  // match inputs that must be initializers (not graph inputs), maybe through Identity
   std::vector<std::string> constants;  // match inputs that must be constants (initializers or Constant outputs)
-  bool commutative = true;             // Add and Mul match with their inputs in either order
+  bool commutative = true;  // Add and Mul match with their inputs in either order
 };
 
 // One match: the graph value bound to each of the pattern's values (by

@@ -30,9 +30,9 @@ struct CompiledNode {
   std::vector<std::pair<std::string, std::string>> attributes;  // name, serialised AttributeProto
   std::vector<Ref> inputs;
   size_t outputs = 0;
-  bool commutative = false;             // Add and Mul with two inputs, when the rule allows it
-  bool constant = false;                // an ai.onnx Constant: matches constants, not nodes
-  std::optional<HostTensor> value;      // its value (none: matches nothing)
+  bool commutative = false;  // Add and Mul with two inputs, when the rule allows it
+  bool constant = false;  // an ai.onnx Constant: matches constants, not nodes
+  std::optional<HostTensor> value;  // its value (none: matches nothing)
 };
 
 struct CompiledPattern {
@@ -42,9 +42,9 @@ struct CompiledPattern {
   // A match's values by slot (PatternMatch::values): one slot per distinct
   // name, the formals' first, then each node's outputs.
   std::map<std::string, int> slots;
-  std::vector<int> formalSlots;               // per formal (the match's inputs)
+  std::vector<int> formalSlots;  // per formal (the match's inputs)
   std::vector<std::vector<int>> outputSlots;  // per node, per output
-  std::vector<int> resultSlots;               // the match's outputs
+  std::vector<int> resultSlots;  // the match's outputs
 };
 
 }  // namespace graphrw::pattern_detail

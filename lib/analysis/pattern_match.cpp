@@ -26,10 +26,13 @@ namespace {
 
 class Matcher {
  public:
-  Matcher(const CompiledPattern& c, const FlatPointerSet<Node>& taken, uint64_t maxSteps,
-          std::string rule)
-      : c_(c), taken_(taken), maxSteps_(maxSteps), rule_(std::move(rule)),
-        formal_(c.formals.size()), bound_(c.nodes.size()) {}
+  Matcher(const CompiledPattern& c, const FlatPointerSet<Node>& taken, uint64_t maxSteps, std::string rule)
+      : c_(c),
+        taken_(taken),
+        maxSteps_(maxSteps),
+        rule_(std::move(rule)),
+        formal_(c.formals.size()),
+        bound_(c.nodes.size()) {}
 
   // A match of the whole pattern whose anchor is `n`; the state stays bound
   // until the next call.
@@ -55,10 +58,10 @@ class Matcher {
 
   void step() {
     if (++steps_ <= maxSteps_) return;
-    fail(ExitCode::Unsupported,
-         rule_ + ": matching at " + nodeLabel(*at_) + " took more than " +
-             std::to_string(maxSteps_) + " steps (max_match_steps, --max-match-steps); raise the budget or make the "
-             "rule less ambiguous (\"commutative\": false, constants in the match)");
+    fail(ExitCode::Unsupported, rule_ + ": matching at " + nodeLabel(*at_) + " took more than " +
+                                    std::to_string(maxSteps_) +
+                                    " steps (max_match_steps, --max-match-steps); raise the budget or make the "
+                                    "rule less ambiguous (\"commutative\": false, constants in the match)");
   }
 
   void bindFormal(int i, Value* v) {
@@ -167,9 +170,12 @@ class Matcher {
 
   bool matchRef(const Ref& r, Value* v) {
     switch (r.kind) {
-      case Ref::Empty: return v == nullptr;
-      case Ref::Undefined: return false;
-      case Ref::Constant: return v != nullptr;  // its value was checked by fits()
+      case Ref::Empty:
+        return v == nullptr;
+      case Ref::Undefined:
+        return false;
+      case Ref::Constant:
+        return v != nullptr;  // its value was checked by fits()
       case Ref::Formal: {
         if (!v) return false;
         Value* have = formal_[static_cast<size_t>(r.index)];
@@ -275,9 +281,9 @@ class Matcher {
   std::vector<Undo> trail_;
   uint64_t steps_ = 0, hits_ = 0;
   Node* at_ = nullptr;
-  FlatU64Map<bool> misfits_;       // pairs fits() said no to, by pairKey
-  FlatU64Map<bool> fitsHere_;      // pairs fits() said yes to in this attempt
-  FlatU64Map<bool> failedOnce_;    // (q, node) pairs whose match failed, by pairKey(q, node, false)
+  FlatU64Map<bool> misfits_;  // pairs fits() said no to, by pairKey
+  FlatU64Map<bool> fitsHere_;  // pairs fits() said yes to in this attempt
+  FlatU64Map<bool> failedOnce_;  // (q, node) pairs whose match failed, by pairKey(q, node, false)
   std::unordered_set<std::string> failed_;
   std::unordered_map<int, std::pair<std::vector<int>, std::vector<int>>> cones_;
 };
@@ -299,7 +305,8 @@ PatternMatches Pattern::find(Graph& g, FlatPointerSet<Node>& taken, uint64_t max
       if (Value* v = matcher.formals()[f]) b.values[static_cast<size_t>(c.formalSlots[f])] = v;
     for (size_t q = 0; q < c.nodes.size(); ++q)
       if (const Node* m = b.nodes[q])
-        for (size_t k = 0; k < c.outputSlots[q].size(); ++k) b.values[static_cast<size_t>(c.outputSlots[q][k])] = m->output(k);
+        for (size_t k = 0; k < c.outputSlots[q].size(); ++k)
+          b.values[static_cast<size_t>(c.outputSlots[q][k])] = m->output(k);
     if (!complete(b)) continue;
     for (const Node* m : b.nodes)
       if (m) taken.insert(m);

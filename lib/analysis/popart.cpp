@@ -1,10 +1,10 @@
 #include "analysis/popart.h"
 
+#include <cctype>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <cctype>
-#include <unordered_set>
 #include <string_view>
+#include <unordered_set>
 
 #include "analysis/attributes.h"
 #include "ir/ir.h"
@@ -35,7 +35,6 @@ std::string lower(std::string s) {
   return s;
 }
 
-
 }  // namespace
 
 std::optional<onnx::AttributeProto_AttributeType> expectedType(const std::string& name) {
@@ -62,8 +61,8 @@ std::vector<std::string> checkAttribute(const onnx::AttributeProto& a, const std
   if (expected && a.type() != *expected && (!list || a.type() != *list)) {
     std::string want = ir::attributeTypeName(*expected);
     if (list) want += " (or " + ir::attributeTypeName(*list) + " on " + opType + ")";
-    problems.push_back("attribute '" + a.name() + "' is " + ir::attributeTypeName(a.type()) + " but PopART reads it as " +
-                       want);
+    problems.push_back("attribute '" + a.name() + "' is " + ir::attributeTypeName(a.type()) +
+                       " but PopART reads it as " + want);
     return problems;
   }
   const std::string& n = a.name();
@@ -81,7 +80,8 @@ std::vector<std::string> checkAttribute(const onnx::AttributeProto& a, const std
     if (spec.contains("values")) {
       bool ok = false;
       for (const auto& x : spec["values"]) ok |= x.get<int64_t>() == v;
-      if (!ok) problems.push_back("attribute '" + n + "' = " + std::to_string(v) + " is not one of " + spec["values"].dump());
+      if (!ok)
+        problems.push_back("attribute '" + n + "' = " + std::to_string(v) + " is not one of " + spec["values"].dump());
     }
   };
   auto stringValue = [&](const std::string& v) {
@@ -94,30 +94,36 @@ std::vector<std::string> checkAttribute(const onnx::AttributeProto& a, const std
     if (!ok) problems.push_back("attribute '" + n + "' = \"" + v + "\" is not one of " + spec["values"].dump());
   };
   switch (a.type()) {
-    case onnx::AttributeProto::INT: intValue(a.i()); break;
+    case onnx::AttributeProto::INT:
+      intValue(a.i());
+      break;
     case onnx::AttributeProto::INTS:
       for (auto v : a.ints()) intValue(v);
       break;
-    case onnx::AttributeProto::FLOAT: range(a.f()); break;
+    case onnx::AttributeProto::FLOAT:
+      range(a.f());
+      break;
     case onnx::AttributeProto::FLOATS:
       for (auto v : a.floats()) range(v);
       break;
-    case onnx::AttributeProto::STRING: stringValue(a.s()); break;
+    case onnx::AttributeProto::STRING:
+      stringValue(a.s());
+      break;
     case onnx::AttributeProto::STRINGS:
       if (spec.value("even_length", false) && a.strings_size() % 2 != 0)
         problems.push_back("attribute '" + n + "' has an odd number of strings (" + std::to_string(a.strings_size()) +
                            "); PopART reads it as key/value pairs and would read past the end");
       for (const auto& v : a.strings()) stringValue(v);
       break;
-    default: break;
+    default:
+      break;
   }
   return problems;
 }
 
 std::vector<std::string> checkNodeAttributes(const ir::Node& node) {
   std::vector<std::string> problems;
-  static const nlohmann::json neverEmit =
-      nlohmann::json::parse(embedded::file("popart-attributes.json"))["never_emit"];
+  static const nlohmann::json neverEmit = nlohmann::json::parse(embedded::file("popart-attributes.json"))["never_emit"];
   for (const auto& a : node.attributes()) {
     if (!a.name().starts_with("__")) continue;
     if (listed(neverEmit, a.name()))
@@ -127,14 +133,13 @@ std::vector<std::string> checkNodeAttributes(const ir::Node& node) {
     if (it == table().end()) continue;
     for (const auto& other : it->value("requires", nlohmann::json::array())) {
       std::string o = other.get<std::string>();
-      if (!node.attribute(o)) problems.push_back("attribute '" + a.name() + "' needs '" + o + "' too (PopART throws without it)");
+      if (!node.attribute(o))
+        problems.push_back("attribute '" + a.name() + "' needs '" + o + "' too (PopART throws without it)");
     }
     if (it->contains("same_length")) {
       std::string o = (*it)["same_length"].get<std::string>();
       if (const ir::Attribute* b = node.attribute(o)) {
-        auto count = [](const onnx::AttributeProto& x) {
-          return x.ints_size() + x.floats_size() + x.strings_size();
-        };
+        auto count = [](const onnx::AttributeProto& x) { return x.ints_size() + x.floats_size() + x.strings_size(); };
         if (count(a.proto()) != count(b->proto()))
           problems.push_back("attributes '" + a.name() + "' and '" + o + "' must have as many values (" +
                              std::to_string(count(a.proto())) + " and " + std::to_string(count(b->proto())) + ")");
@@ -153,10 +158,10 @@ ImportSupport importSupport(const std::string& domain, const std::string& opType
     return {false, "PopART imports only the ai.onnx and ai.graphcore domains"};
   const auto& ops = t[graphcore ? "ai.graphcore" : "ai.onnx"];
   auto it = ops.find(opType);
-  if (it == ops.end()) return {false, "PopART has no " + std::string(graphcore ? "ai.graphcore::" : "") + opType + " op"};
+  if (it == ops.end())
+    return {false, "PopART has no " + std::string(graphcore ? "ai.graphcore::" : "") + opType + " op"};
   if (graphcore) return {true, ""};
-  if (sinceVersion <= 0)
-    return {false, "ONNX has no " + opType + " at opset " + std::to_string(opset)};
+  if (sinceVersion <= 0) return {false, "ONNX has no " + opType + " at opset " + std::to_string(opset)};
   std::vector<int> versions = it->get<std::vector<int>>();
   for (int v : versions)
     if (v == sinceVersion) return {true, ""};
@@ -218,11 +223,13 @@ bool isCall(const ir::Node& n) { return n.domain() == "ai.graphcore" && n.opType
 std::vector<onnx::AttributeProto> placementOf(const ir::Node& n) {
   std::vector<onnx::AttributeProto> out;
   for (const char* key : kPlacementAttributes)
-    if (const ir::Attribute* a = n.attribute(key); a && a->type() == onnx::AttributeProto::INT) out.push_back(a->proto());
+    if (const ir::Attribute* a = n.attribute(key); a && a->type() == onnx::AttributeProto::INT)
+      out.push_back(a->proto());
   return out;
 }
 
-void applyPlacement(ir::Rewriter& rw, const std::vector<ir::Node*>& nodes, const std::vector<onnx::AttributeProto>& placement) {
+void applyPlacement(ir::Rewriter& rw, const std::vector<ir::Node*>& nodes,
+                    const std::vector<onnx::AttributeProto>& placement) {
   for (ir::Node* n : nodes)
     for (const auto& a : placement)
       if (!n->attribute(a.name())) rw.setAttribute(n, a);

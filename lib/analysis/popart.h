@@ -11,7 +11,7 @@ namespace graphrw::ir {
 class Graph;
 class Node;
 class Rewriter;
-}
+}  // namespace graphrw::ir
 
 namespace graphrw::popart {
 
@@ -59,7 +59,8 @@ bool isCall(const ir::Node& n);  // ai.graphcore::Call
 // The placement attributes `n` carries (INT ones).
 std::vector<onnx::AttributeProto> placementOf(const ir::Node& n);
 // Sets each attribute on the nodes that lack it.
-void applyPlacement(ir::Rewriter& rw, const std::vector<ir::Node*>& nodes, const std::vector<onnx::AttributeProto>& placement);
+void applyPlacement(ir::Rewriter& rw, const std::vector<ir::Node*>& nodes,
+                    const std::vector<onnx::AttributeProto>& placement);
 // For each placement attribute some node of `g` has: the nodes lacking it take
 // their producers' (the latest pipeline stage among them), else their first
 // consumer's; nodes PopART folds at import and nodes computing only from

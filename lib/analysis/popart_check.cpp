@@ -98,9 +98,8 @@ class Checker {
     checkPlacement();
     checkCallees();
     checkPlacedModel(model_, findings_);
-    std::stable_sort(findings_.begin(), findings_.end(), [](const Finding& a, const Finding& b) {
-      return rank(a.check) < rank(b.check);
-    });
+    std::stable_sort(findings_.begin(), findings_.end(),
+                     [](const Finding& a, const Finding& b) { return rank(a.check) < rank(b.check); });
     return std::move(findings_);
   }
 
@@ -127,8 +126,7 @@ class Checker {
         haveOnnx = true;
         onnxOpset_ = version;
         if (version < kMinOpset || version > kMaxOpset)
-          add("opset", "model",
-              "imports ai.onnx opset " + std::to_string(version) + "; PopART takes opsets 6 to 11");
+          add("opset", "model", "imports ai.onnx opset " + std::to_string(version) + "; PopART takes opsets 6 to 11");
       } else if (domain == "ai.graphcore") {
         if (version != 1)
           add("opset", "model", "imports ai.graphcore opset " + std::to_string(version) + "; PopART has opset 1 only");
@@ -167,6 +165,7 @@ class Checker {
     }
   }
 
+  // Long: one case per kind of op (ai.onnx, ai.graphcore and its Call, other domains), each with its findings.
   void checkOp(const Node& n) {
     const std::string& domain = n.domain();
     if (isDefaultDomain(domain)) {
@@ -213,22 +212,25 @@ class Checker {
     if (ins < s->min_input() || ins > s->max_input())
       add("graphcore-op", at(n),
           "has " + std::to_string(ins) + " inputs; ai.graphcore::" + n.opType() + " takes " +
-              std::to_string(s->min_input()) + (s->max_input() == s->min_input() ? "" : " to " + std::to_string(s->max_input())));
+              std::to_string(s->min_input()) +
+              (s->max_input() == s->min_input() ? "" : " to " + std::to_string(s->max_input())));
     if (outs < s->min_output() || outs > s->max_output())
       add("graphcore-op", at(n),
           "has " + std::to_string(outs) + " outputs; ai.graphcore::" + n.opType() + " has " +
-              std::to_string(s->min_output()) + (s->max_output() == s->min_output() ? "" : " to " + std::to_string(s->max_output())));
+              std::to_string(s->min_output()) +
+              (s->max_output() == s->min_output() ? "" : " to " + std::to_string(s->max_output())));
     for (const auto& [name, spec] : s->attributes()) {
       const Attribute* a = n.attribute(name);
       if (!a) {
         if (spec.required)
-          add("graphcore-op", at(n), "lacks attribute '" + name + "' (" + attributeTypeName(spec.type) +
-                                         "), which PopART's factory requires");
+          add("graphcore-op", at(n),
+              "lacks attribute '" + name + "' (" + attributeTypeName(spec.type) + "), which PopART's factory requires");
         continue;
       }
       if (a->type() != spec.type)
         add("graphcore-op", at(n),
-            "attribute '" + name + "' is " + attributeTypeName(a->type()) + "; PopART reads it as " + attributeTypeName(spec.type));
+            "attribute '" + name + "' is " + attributeTypeName(a->type()) + "; PopART reads it as " +
+                attributeTypeName(spec.type));
     }
     for (const auto& a : n.attributes())
       if (!a.name().starts_with("__") && !s->attributes().count(a.name()))
@@ -242,7 +244,8 @@ class Checker {
         add("graphcore-op", at(n),
             "has " + std::to_string(ins) + " inputs but its callee has " + std::to_string(callee->inputs().size()));
       if (auto k = intAttr(n, "num_outputs"); k && *k != outs)
-        add("graphcore-op", at(n), "num_outputs is " + std::to_string(*k) + " but the node has " + std::to_string(outs));
+        add("graphcore-op", at(n),
+            "num_outputs is " + std::to_string(*k) + " but the node has " + std::to_string(outs));
     }
   }
 
@@ -324,8 +327,10 @@ class Checker {
     for (const auto& [stage, ipus] : ipusOfStage) {
       if (ipus.size() < 2) continue;
       std::string list;
-      for (const auto& [ipu, n] : ipus) list += (list.empty() ? "" : ", ") + std::to_string(ipu) + " (" + nodeLabel(*n) + ")";
-      add("stage-ipu", "pipeline stage " + std::to_string(stage), "is on IPUs " + list + "; PopART needs one IPU per stage");
+      for (const auto& [ipu, n] : ipus)
+        list += (list.empty() ? "" : ", ") + std::to_string(ipu) + " (" + nodeLabel(*n) + ")";
+      add("stage-ipu", "pipeline stage " + std::to_string(stage),
+          "is on IPUs " + list + "; PopART needs one IPU per stage");
     }
     int64_t expect = 0;
     for (int64_t s : stages) {
@@ -345,7 +350,8 @@ class Checker {
           auto have = intAttr(*n, key);
           if (have == want) continue;
           add("callee-placement", at(*n),
-              std::string(have ? "has " + std::string(key) + " " + std::to_string(*have) : "has no " + std::string(key)) +
+              std::string(have ? "has " + std::string(key) + " " + std::to_string(*have)
+                               : "has no " + std::string(key)) +
                   " inside callee '" + graphName(*calleeOf(*call)) + "' called by " + nodeLabel(*call) + " with " +
                   std::to_string(*want));
         }
@@ -415,11 +421,28 @@ class Checker {
 }  // namespace
 
 const std::vector<std::string>& findingClasses() {
-  static const std::vector<std::string> classes = {
-      "ir-version",         "opset",          "domain",         "functions",         "sparse-initializer", "dynamic-shape",
-      "op",                 "graphcore-op",   "op-version",     "attribute",      "groupnorm-params",  "placement",
-      "stage-ipu",          "stage-order",    "weight-ipus",    "pipeline-recompute", "callee-placement",
-      "callee-name",        "callee-initializer", "callee-checkpoint", "callee-shape-operand", "shape-operand"};
+  static const std::vector<std::string> classes = {"ir-version",
+                                                   "opset",
+                                                   "domain",
+                                                   "functions",
+                                                   "sparse-initializer",
+                                                   "dynamic-shape",
+                                                   "op",
+                                                   "graphcore-op",
+                                                   "op-version",
+                                                   "attribute",
+                                                   "groupnorm-params",
+                                                   "placement",
+                                                   "stage-ipu",
+                                                   "stage-order",
+                                                   "weight-ipus",
+                                                   "pipeline-recompute",
+                                                   "callee-placement",
+                                                   "callee-name",
+                                                   "callee-initializer",
+                                                   "callee-checkpoint",
+                                                   "callee-shape-operand",
+                                                   "shape-operand"};
   return classes;
 }
 

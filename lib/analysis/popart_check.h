@@ -14,8 +14,8 @@
 namespace graphrw::popart {
 
 struct Finding {
-  std::string check;    // the class: "ir-version", "opset", "op", "placement", ... (docs/cli.md lists them)
-  std::string where;    // "model", "node 'x' (Op)", "graph input 'ids'", "callee 'layer'"
+  std::string check;  // the class: "ir-version", "opset", "op", "placement", ... (docs/cli.md lists them)
+  std::string where;  // "model", "node 'x' (Op)", "graph input 'ids'", "callee 'layer'"
   std::string message;  // what is wrong and what PopART wants
 };
 

@@ -40,7 +40,8 @@ void weightsOnOneIpu(const Model& model, std::vector<Finding>& out) {
     for (const Use& u : init.value->uses()) {
       const Node* reader = mainGraphNode(u.node);
       if (!reader || foldedAtImport(reader->opType())) continue;  // Shape/Size: only its type is read
-      if (auto ipu = placementValue(*reader, kIpuNumber)) ipus.emplace(*ipu, std::make_pair(reader, placementValue(*reader, kPipelineStage)));
+      if (auto ipu = placementValue(*reader, kIpuNumber))
+        ipus.emplace(*ipu, std::make_pair(reader, placementValue(*reader, kPipelineStage)));
     }
     if (ipus.size() < 2) continue;
     std::string list;
@@ -93,8 +94,8 @@ class RuntimeDependence {
     if (v->isGraphInput()) {
       const Graph* g = v->graph();
       const Node* owner = g->parentNode();
-      if (!owner) return v->name().str();                   // the model's input
-      if (!isCall(*owner)) return v->name().str();          // a Loop / Scan body's input: a run-time value
+      if (!owner) return v->name().str();  // the model's input
+      if (!isCall(*owner)) return v->name().str();  // a Loop / Scan body's input: a run-time value
       const auto& formals = g->inputs();
       for (size_t i = 0; i < formals.size(); ++i)
         if (formals[i].value == v) return inputBehind(owner->input(i));
@@ -119,7 +120,8 @@ void shapeOperandsAreData(const Model& model, std::vector<Finding>& out) {
       if (!v || !shapeLikeOperand(n, i)) continue;
       if (auto behind = dependence.inputBehind(v))
         out.push_back({"shape-operand", nodeLabel(n),
-                       "input " + std::to_string(i) + " ('" + v->name() + "') is computed from the graph input '" + *behind +
+                       "input " + std::to_string(i) + " ('" + v->name() + "') is computed from the graph input '" +
+                           *behind +
                            "'; PopART reads it as data when it creates the op (op.cpp:1246) and a graph input has "
                            "none: fix the shapes (set-shapes) and fold"});
     }
@@ -137,8 +139,9 @@ void placementOverEveryGraph(const Model& model, std::vector<Finding>& out) {
   forEachNode(model, [&](const Node& n) {
     if (n.graph() == &model.graph() || !n.attribute(kIpuNumber)) return;
     out.push_back({"placement", nodeLabel(n),
-                   "has " + std::string(kIpuNumber) + " inside a subgraph while no op of the main graph has one; PopART "
-                   "needs it on the ops of every graph or of none (ir.cpp:1971)"});
+                   "has " + std::string(kIpuNumber) +
+                       " inside a subgraph while no op of the main graph has one; PopART "
+                       "needs it on the ops of every graph or of none (ir.cpp:1971)"});
   });
 }
 
@@ -149,7 +152,8 @@ void groupNormParameters(const Model& model, std::vector<Finding>& out) {
   auto dims = [](const Value* v) -> std::optional<std::vector<int64_t>> {
     if (!v || !v->type() || !v->type()->has_tensor_type() || !v->type()->tensor_type().has_shape()) return std::nullopt;
     std::vector<int64_t> d;
-    for (const auto& dim : v->type()->tensor_type().shape().dim()) d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+    for (const auto& dim : v->type()->tensor_type().shape().dim())
+      d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
     return d;
   };
   forEachNode(model, [&](const Node& n) {

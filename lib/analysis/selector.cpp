@@ -11,8 +11,11 @@ namespace {
 // A selector's keys, as rule files and command lines spell them (the schema's
 // $defs/selector lists the same), and where each is kept.
 constexpr std::pair<const char*, std::optional<std::string> Selector::*> kKeys[] = {
-    {"name", &Selector::name}, {"name_regex", &Selector::nameRegex}, {"op_type", &Selector::opType},
-    {"domain", &Selector::domain}, {"scope", &Selector::scope}};
+    {"name", &Selector::name},
+    {"name_regex", &Selector::nameRegex},
+    {"op_type", &Selector::opType},
+    {"domain", &Selector::domain},
+    {"scope", &Selector::scope}};
 constexpr const char* kKeyList = "name, name_regex, op_type, domain, scope";
 // Longer regexes are refused: the compiler recurses on the pattern's nesting.
 constexpr size_t kMaxRegexLength = 1000;
@@ -80,9 +83,12 @@ void Selector::compile(const std::function<std::string(const char* key)>& whereO
     int open = 0;
     for (size_t i = 0; i < g->size(); ++i) {
       char c = (*g)[i];
-      if (c == '\\') ++i;
-      else if (c == '[') ++open;
-      else if (c == ']' && open > 0) --open;
+      if (c == '\\')
+        ++i;
+      else if (c == '[')
+        ++open;
+      else if (c == ']' && open > 0)
+        --open;
     }
     if (open != 0) usageError(whereOf(key) + ": " + key + " '" + *g + "' has an unclosed '['");
   };
@@ -91,8 +97,8 @@ void Selector::compile(const std::function<std::string(const char* key)>& whereO
   if (opType && opType->empty()) usageError(whereOf("op_type") + ": op_type is empty");
   if (nameRegex) {
     if (nameRegex->size() > kMaxRegexLength)
-      usageError(whereOf("name_regex") + ": name_regex is " + std::to_string(nameRegex->size()) + " characters long (at most " +
-                 std::to_string(kMaxRegexLength) + ")");
+      usageError(whereOf("name_regex") + ": name_regex is " + std::to_string(nameRegex->size()) +
+                 " characters long (at most " + std::to_string(kMaxRegexLength) + ")");
     try {
       // __polynomial (libstdc++): the breadth-first matcher, linear in the
       // name and with no recursion per character (the default one overflows

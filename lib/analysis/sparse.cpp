@@ -13,7 +13,8 @@ std::vector<int64_t> linearIndices(const onnx::SparseTensorProto& sp, const std:
                                    int64_t nnz, const std::string& where) {
   const onnx::TensorProto& ip = sp.indices();
   if (ip.data_type() != onnx::TensorProto::INT64) badInput(where + ": indices must be int64");
-  if (ip.data_location() == onnx::TensorProto::EXTERNAL) badInput(where + ": indices in external data are not supported");
+  if (ip.data_location() == onnx::TensorProto::EXTERNAL)
+    badInput(where + ": indices in external data are not supported");
   onnx::TensorProto named = ip;  // read errors then name the tensor
   named.set_name(sp.values().name() + " (indices)");
   std::vector<int64_t> raw = readTensor(ir::Tensor(std::move(named))).asInts();
@@ -42,7 +43,8 @@ std::vector<int64_t> linearIndices(const onnx::SparseTensorProto& sp, const std:
   }
   for (size_t i = 0; i < linear.size(); ++i) {
     if (linear[i] < 0 || linear[i] >= count)
-      badInput(where + ": index " + std::to_string(linear[i]) + " is outside the " + std::to_string(count) + " elements");
+      badInput(where + ": index " + std::to_string(linear[i]) + " is outside the " + std::to_string(count) +
+               " elements");
     if (i && linear[i] <= linear[i - 1]) badInput(where + ": indices are not in strictly increasing order");
   }
   return linear;
@@ -53,9 +55,11 @@ std::vector<int64_t> linearIndices(const onnx::SparseTensorProto& sp, const std:
 HostTensor densify(const onnx::SparseTensorProto& sp, uint64_t maxBytes) {
   const onnx::TensorProto& vp = sp.values();
   const std::string where = "sparse initializer '" + vp.name() + "'";
-  if (vp.data_location() == onnx::TensorProto::EXTERNAL) badInput(where + ": values in external data are not supported");
+  if (vp.data_location() == onnx::TensorProto::EXTERNAL)
+    badInput(where + ": values in external data are not supported");
   const size_t es = ir::elementSize(vp.data_type());
-  if (es == 0) badInput(where + ": values of type " + std::string(ir::dataTypeName(vp.data_type())) + " cannot be made dense");
+  if (es == 0)
+    badInput(where + ": values of type " + std::string(ir::dataTypeName(vp.data_type())) + " cannot be made dense");
   if (vp.dims_size() != 1) badInput(where + ": values must be 1-D");
   HostTensor values = readTensor(ir::Tensor(vp));
   const int64_t nnz = vp.dims(0);
@@ -64,7 +68,8 @@ HostTensor densify(const onnx::SparseTensorProto& sp, uint64_t maxBytes) {
   uint64_t bytes = es;
   int64_t count = 1;
   for (int64_t d : dims)
-    if (d < 0 || __builtin_mul_overflow(count, d, &count) || __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes))
+    if (d < 0 || __builtin_mul_overflow(count, d, &count) ||
+        __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes))
       badInput(where + ": dims are negative or too large");
   if (bytes > std::min(maxBytes, machineMemory()))
     badInput(where + ": its dense form needs " + std::to_string(bytes) + " bytes, more than the limit of " +

@@ -31,7 +31,6 @@ uint64_t product(const std::vector<int64_t>& dims) {
   return c;
 }
 
-
 std::optional<std::vector<int64_t>> shapeOf(const Value* v) { return v ? staticShape(v) : std::nullopt; }
 
 std::optional<uint64_t> valueBytes(const Value* v) {
@@ -94,7 +93,8 @@ std::optional<uint64_t> nodeFlops(const Node& n) {
     return 2 * static_cast<uint64_t>(k) * product(*out);
   }
   if (!w || w->size() < 2 || (*w)[0] <= 0) return std::nullopt;
-  uint64_t perChannel = product(*w) / static_cast<uint64_t>((*w)[0]);  // (C_in / group) * kernel, or (C_out / group) * kernel
+  uint64_t perChannel =
+      product(*w) / static_cast<uint64_t>((*w)[0]);  // (C_in / group) * kernel, or (C_out / group) * kernel
   if (op == "Conv") {
     // W [C_out, C_in / group, k...]: each output element sums C_in / group * kernel products.
     if (!out) return std::nullopt;
@@ -106,8 +106,8 @@ std::optional<uint64_t> nodeFlops(const Node& n) {
 }
 
 json Costs::toJson() const {
-  return {{"nodes", nodes},         {"weights", weights}, {"optimizer_state", optimizerState},
-          {"activations", activations}, {"memory", memory()}, {"flops", flops}};
+  return {{"nodes", nodes},     {"weights", weights}, {"optimizer_state", optimizerState}, {"activations", activations},
+          {"memory", memory()}, {"flops", flops}};
 }
 
 // What one main-graph node (with its subgraphs' nodes) reads and makes.
@@ -117,9 +117,9 @@ struct Item {
   size_t members = 1;  // the node and the nodes of its subgraphs
   std::vector<const Value*> weights;
   uint64_t flops = 0;
-  uint64_t outputs = 0;   // bytes of its own outputs
+  uint64_t outputs = 0;  // bytes of its own outputs
   uint64_t internal = 0;  // bytes of the outputs of its subgraphs' nodes
-  uint64_t lastUse = 0;   // position of the last main-graph node reading an output (max: a graph output)
+  uint64_t lastUse = 0;  // position of the last main-graph node reading an output (max: a graph output)
   bool checkpoint = false, recomputed = false;
 };
 
@@ -139,7 +139,8 @@ const onnx::TensorShapeProto_Dimension* leadingDim(const ValueInfo& in) {
 // what is computed from such shapes alone.
 void markBatched(const Graph& g, std::unordered_set<const Value*>& batched) {
   for (const auto& n : g.nodes()) {
-    bool reads = std::any_of(n->inputs().begin(), n->inputs().end(), [&](const Value* v) { return v && batched.count(v); });
+    bool reads =
+        std::any_of(n->inputs().begin(), n->inputs().end(), [&](const Value* v) { return v && batched.count(v); });
     bool yields = false;
     n->forEachSubgraph([&](const Graph& sub) {
       if (reads)  // loop-carried state and scanned inputs follow the node's
@@ -147,7 +148,8 @@ void markBatched(const Graph& g, std::unordered_set<const Value*>& batched) {
       markBatched(sub, batched);
       for (const auto& out : sub.outputs()) yields |= batched.count(out.value) > 0;
     });
-    if (!(reads || yields) || (isDefaultDomain(n->domain()) && (n->opType() == "Shape" || n->opType() == "Size"))) continue;
+    if (!(reads || yields) || (isDefaultDomain(n->domain()) && (n->opType() == "Shape" || n->opType() == "Size")))
+      continue;
     for (const Value* v : n->outputs())
       if (v) batched.insert(v);
   }
@@ -250,7 +252,6 @@ std::vector<std::string> CostModel::unmatchedOps() const {
 }
 
 void CostModel::collect(Model& model) {
-
   const Graph& g = model.graph();
   std::unordered_map<const Node*, size_t> position;
   for (const auto& n : g.nodes()) position.emplace(n.get(), position.size());

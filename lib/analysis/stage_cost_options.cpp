@@ -27,22 +27,31 @@ std::optional<Optimizer> parseOptimizer(const std::string& name) {
 
 const char* optimizerName(Optimizer o) {
   switch (o) {
-    case Optimizer::Sgd: return "sgd";
-    case Optimizer::Momentum: return "momentum";
-    case Optimizer::Adam: return "adam";
-    case Optimizer::Lamb: return "lamb";
-    case Optimizer::None: break;
+    case Optimizer::Sgd:
+      return "sgd";
+    case Optimizer::Momentum:
+      return "momentum";
+    case Optimizer::Adam:
+      return "adam";
+    case Optimizer::Lamb:
+      return "lamb";
+    case Optimizer::None:
+      break;
   }
   return "none";
 }
 
 int stateTensorsPerWeight(Optimizer o) {
   switch (o) {
-    case Optimizer::Sgd: return 1;
-    case Optimizer::Momentum: return 2;
+    case Optimizer::Sgd:
+      return 1;
+    case Optimizer::Momentum:
+      return 2;
     case Optimizer::Adam:
-    case Optimizer::Lamb: return 3;
-    case Optimizer::None: break;
+    case Optimizer::Lamb:
+      return 3;
+    case Optimizer::None:
+      break;
   }
   return 0;
 }
@@ -58,17 +67,17 @@ uint64_t parseBytes(const std::string& text, const std::string& what) {
   } catch (const std::exception&) {
     return bad();
   }
-  static const std::map<std::string, double> units = {{"", 1},         {"B", 1},           {"KB", 1e3},
-                                                      {"MB", 1e6},     {"GB", 1e9},        {"KiB", 1024.0},
-                                                      {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
+  static const std::map<std::string, double> units = {
+      {"", 1},     {"B", 1},        {"KB", 1e3},        {"MB", 1e6},
+      {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
   auto unit = units.find(text.substr(end));
-  if (unit == units.end() || !(number > 0) || !std::isfinite(number) || !std::isdigit(static_cast<unsigned char>(text[0])))
+  if (unit == units.end() || !(number > 0) || !std::isfinite(number) ||
+      !std::isdigit(static_cast<unsigned char>(text[0])))
     return bad();
   double bytes = std::round(number * unit->second);
   if (bytes < 1 || bytes > 9.0e18) return bad();
   return static_cast<uint64_t>(bytes);
 }
-
 
 const json& calibrationSchema() {
   static const json schema = [] {
@@ -106,7 +115,8 @@ Calibration loadCalibration(const std::filesystem::path& file, const std::string
   constexpr uintmax_t kMaxBytes = 1 << 20;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec)) usageError(what + ": " + file.string() + " is not a regular file");
-  if (std::filesystem::file_size(file, ec) > kMaxBytes) usageError(what + ": " + file.string() + " is too large (over 1 MiB)");
+  if (std::filesystem::file_size(file, ec) > kMaxBytes)
+    usageError(what + ": " + file.string() + " is too large (over 1 MiB)");
   json j = json::parse(readTextFile(file.string(), "cost calibration"), nullptr, false);
   if (j.is_discarded()) usageError(what + ": " + file.string() + ": not valid JSON");
   return parseCalibration(j, what + ": " + file.string());

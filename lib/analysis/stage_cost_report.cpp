@@ -56,10 +56,12 @@ std::map<int64_t, Grouped> group(const CostModel& model, const char* key, const 
     int64_t k = key ? popart::placementValue(model.node(i), key).value_or(-1) : 0;
     groups.try_emplace(k, model).first->second.add(i);
     if (!stash.empty())
-      byStage.try_emplace({k, popart::placementValue(model.node(i), popart::kPipelineStage).value_or(-1)}, model).first->second.add(i);
+      byStage.try_emplace({k, popart::placementValue(model.node(i), popart::kPipelineStage).value_or(-1)}, model)
+          .first->second.add(i);
     if (auto ipu = popart::placementValue(model.node(i), popart::kIpuNumber)) ipus[k].insert(*ipu);
     auto& list = layers[k];
-    if (std::string layer = layerOf(model.node(i)); !layer.empty() && std::find(list.begin(), list.end(), layer) == list.end())
+    if (std::string layer = layerOf(model.node(i));
+        !layer.empty() && std::find(list.begin(), list.end(), layer) == list.end())
       list.push_back(layer);
   }
   std::map<int64_t, Grouped> out;
@@ -75,7 +77,8 @@ std::map<int64_t, Grouped> group(const CostModel& model, const char* key, const 
   return out;
 }
 
-json entries(const CostModel& model, const char* key, const char* name, const std::map<int64_t, uint64_t>& stash, json& unplaced) {
+json entries(const CostModel& model, const char* key, const char* name, const std::map<int64_t, uint64_t>& stash,
+             json& unplaced) {
   json list = json::array();
   for (const auto& [k, g] : group(model, key, stash)) {
     json e = g.costs.toJson();
@@ -119,7 +122,8 @@ bool anyPlaced(const CostModel& model, const char* key) {
 json stageCosts(Model& model, const Options& options) {
   CostModel costs(model, options);
   bool staged = anyPlaced(costs, popart::kPipelineStage), onIpus = anyPlaced(costs, popart::kIpuNumber);
-  for (const auto& op : costs.unmatchedOps()) spdlog::warn("stage costs: the calibration's op '{}' is not in the model", op);
+  for (const auto& op : costs.unmatchedOps())
+    spdlog::warn("stage costs: the calibration's op '{}' is not in the model", op);
   json out = {{"training", options.optimizer != Optimizer::None}, {"optimizer", optimizerName(options.optimizer)}};
   if (options.ipuMemory) out["ipu_memory"] = *options.ipuMemory;
   if (options.calibration.reserve) out["reserve"] = options.calibration.reserve;
@@ -128,7 +132,8 @@ json stageCosts(Model& model, const Options& options) {
     out["model_batch"] = costs.modelBatchSymbol().empty() ? json(costs.modelBatch()) : json(costs.modelBatchSymbol());
   }
   json stages = json::array(), unplacedStages, unplacedIpus;
-  const auto stash = options.optimizer != Optimizer::None && staged ? stashDepths(costs) : std::map<int64_t, uint64_t>{};
+  const auto stash =
+      options.optimizer != Optimizer::None && staged ? stashDepths(costs) : std::map<int64_t, uint64_t>{};
   if (staged) stages = entries(costs, popart::kPipelineStage, "stage", stash, unplacedStages);
   json ipus = entries(costs, onIpus ? popart::kIpuNumber : nullptr, "ipu", stash, unplacedIpus);
   if (json& unplaced = staged ? unplacedStages : unplacedIpus; !unplaced.is_null()) out["unplaced"] = unplaced;
@@ -157,9 +162,11 @@ json stageCosts(Model& model, const Options& options) {
     auto slowest = std::max_element(by.begin(), by.end(), [](const json& x, const json& y) {
       return x["flops"].get<uint64_t>() < y["flops"].get<uint64_t>();
     });
-    out["bottleneck"] = {{key, (*slowest)[key]},
-                         {"flops", (*slowest)["flops"]},
-                         {"share", total["flops"].get<uint64_t>() ? (*slowest)["flops"].get<double>() / total["flops"].get<double>() : 0.0}};
+    out["bottleneck"] = {
+        {key, (*slowest)[key]},
+        {"flops", (*slowest)["flops"]},
+        {"share",
+         total["flops"].get<uint64_t>() ? (*slowest)["flops"].get<double>() / total["flops"].get<double>() : 0.0}};
   }
   out["unknown_shapes"] = costs.unknownShapes();
   out["unknown_flops"] = costs.unknownFlops();

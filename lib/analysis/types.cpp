@@ -59,11 +59,12 @@ void infer(Model& model, Wanted wantedName, Give give) {
 
 // Types from ONNX's whole-model inference for the values listed by name.
 void inferNamed(Rewriter& rw, Untyped& untyped) {
-  infer(rw.model(), [&](const std::string& name) { return untyped.count(name) > 0; },
-        [&](const std::string& name, const onnx::TypeProto& type) {
-          for (Value* v : untyped[name])
-            if (!v->type()) rw.setType(v, type);
-        });
+  infer(
+      rw.model(), [&](const std::string& name) { return untyped.count(name) > 0; },
+      [&](const std::string& name, const onnx::TypeProto& type) {
+        for (Value* v : untyped[name])
+          if (!v->type()) rw.setType(v, type);
+      });
 }
 
 }  // namespace
@@ -94,8 +95,12 @@ class NodeContext final : public onnx::InferenceContext {
     return it == attrs_.end() ? nullptr : it->second;
   }
   size_t getNumInputs() const override { return inputTypes_.size(); }
-  const onnx::TypeProto* getInputType(size_t i) const override { return i < inputTypes_.size() ? inputTypes_[i] : nullptr; }
-  const onnx::TensorProto* getInputData(size_t i) const override { return i < inputData_.size() ? inputData_[i] : nullptr; }
+  const onnx::TypeProto* getInputType(size_t i) const override {
+    return i < inputTypes_.size() ? inputTypes_[i] : nullptr;
+  }
+  const onnx::TensorProto* getInputData(size_t i) const override {
+    return i < inputData_.size() ? inputData_[i] : nullptr;
+  }
   size_t getNumOutputs() const override { return outputs_.size(); }
   onnx::TypeProto* getOutputType(size_t i) override { return &outputs_.at(i); }
   onnx::GraphInferencer* getGraphAttributeInferencer(const std::string&) override { return nullptr; }
@@ -153,8 +158,10 @@ bool inferOnIr(Rewriter& rw, Graph& g, const std::unordered_set<const Value*>* k
     if (!keep || keep->count(v)) return;
     size_t reads = 0;
     for (const Use& u : v->uses()) reads += u.node->graph() == &g;
-    if (reads == 0) rw.forgetType(v);
-    else pending.emplace(v, reads);
+    if (reads == 0)
+      rw.forgetType(v);
+    else
+      pending.emplace(v, reads);
   };
   auto visited = [&](const Node& n) {
     for (Value* in : n.inputs()) {
@@ -429,11 +436,16 @@ std::string typeString(const onnx::TypeProto* type) {
       }
       return s + "]";
     }
-    case onnx::TypeProto::kSequenceType: return "seq(" + typeString(&type->sequence_type().elem_type()) + ")";
-    case onnx::TypeProto::kOptionalType: return "optional(" + typeString(&type->optional_type().elem_type()) + ")";
-    case onnx::TypeProto::kMapType: return "map";
-    case onnx::TypeProto::kSparseTensorType: return std::string("sparse ") + dataTypeName(type->sparse_tensor_type().elem_type());
-    default: return "?";
+    case onnx::TypeProto::kSequenceType:
+      return "seq(" + typeString(&type->sequence_type().elem_type()) + ")";
+    case onnx::TypeProto::kOptionalType:
+      return "optional(" + typeString(&type->optional_type().elem_type()) + ")";
+    case onnx::TypeProto::kMapType:
+      return "map";
+    case onnx::TypeProto::kSparseTensorType:
+      return std::string("sparse ") + dataTypeName(type->sparse_tensor_type().elem_type());
+    default:
+      return "?";
   }
 }
 

@@ -58,7 +58,8 @@ Value* WeightFolder::constant(Graph& g, Node* before, const HostTensor& t, const
   if (!g.owningFunction() && !keepParameters_) {
     created_++;
     if (t.data.size() <= kSpillBytes)
-      return rw_.addInitializer(g, name, std::make_unique<Tensor>(toTensorProto(t, name)));  // its type comes from the tensor
+      return rw_.addInitializer(g, name,
+                                std::make_unique<Tensor>(toTensorProto(t, name)));  // its type comes from the tensor
     // A large result (a concatenated weight) goes to the spill file: held as
     // page cache until the writer copies it, never in memory all at once.
     HostTensor meta{t.type, t.dims, {}};

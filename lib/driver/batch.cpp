@@ -31,9 +31,10 @@ std::optional<size_t> envNumber(const std::function<const char*(const char*)>& g
 
 Shard checked(Shard s, size_t given, const std::string& detail) {
   if (given && given != s.count)
-    usageError("--shard auto/" + std::to_string(given) + ": " + s.from + " says " + std::to_string(s.count) + " tasks (" +
-               detail + ")");
-  if (s.count == 0) usageError("--shard auto: " + s.from + " gives no task count (" + detail + "); write --shard auto/N");
+    usageError("--shard auto/" + std::to_string(given) + ": " + s.from + " says " + std::to_string(s.count) +
+               " tasks (" + detail + ")");
+  if (s.count == 0)
+    usageError("--shard auto: " + s.from + " gives no task count (" + detail + "); write --shard auto/N");
   if (s.index >= s.count)
     usageError("--shard auto: " + s.from + " task " + std::to_string(s.index) + " is not below the count " +
                std::to_string(s.count) + " (" + detail + ")");
@@ -52,7 +53,8 @@ Shard Shard::fromEnvironment(size_t count, const std::function<const char*(const
     std::string detail = "SLURM_ARRAY_TASK_ID=" + std::to_string(*id) + ", _MIN=" + std::to_string(min) +
                          (max ? ", _MAX=" + std::to_string(*max) : "") + ", _STEP=" + std::to_string(step) +
                          (tasks ? ", _COUNT=" + std::to_string(*tasks) : "");
-    if (step == 0 || *id < min || (*id - min) % step) usageError("--shard auto: an unexpected Slurm array (" + detail + ")");
+    if (step == 0 || *id < min || (*id - min) % step)
+      usageError("--shard auto: an unexpected Slurm array (" + detail + ")");
     size_t span = max && *max >= min ? (*max - min) / step + 1 : 0;
     if (tasks && span && *tasks != span)
       usageError("--shard auto: a Slurm array that is a list, not a range (" + detail + "); use --shard I/N");
@@ -67,8 +69,9 @@ Shard Shard::fromEnvironment(size_t count, const std::function<const char*(const
     if (*seq == 0) usageError("--shard auto: PARALLEL_SEQ=0 (GNU parallel counts from 1)");
     return checked({*seq - 1, count, "GNU parallel"}, count, "PARALLEL_SEQ=" + std::to_string(*seq));
   }
-  usageError("--shard auto: none of SLURM_ARRAY_TASK_ID (Slurm array job), JOB_COMPLETION_INDEX (Kubernetes Indexed "
-             "Job), PARALLEL_SEQ (GNU parallel) is set; write --shard I/N");
+  usageError(
+      "--shard auto: none of SLURM_ARRAY_TASK_ID (Slurm array job), JOB_COMPLETION_INDEX (Kubernetes Indexed "
+      "Job), PARALLEL_SEQ (GNU parallel) is set; write --shard I/N");
 }
 
 Shard Shard::parse(const std::string& text) {
@@ -108,14 +111,15 @@ std::vector<std::string> shardInputs(std::vector<std::string> inputs, const Shar
 // Long: one check per way shard reports can fail to belong together, in order.
 nlohmann::json mergeReports(const std::vector<std::pair<std::string, nlohmann::json>>& reports) {
   if (reports.empty()) usageError("report merge: no reports");
-  nlohmann::json merged = {{"rules", nullptr}, {"summary", nlohmann::json::object()}, {"models", nlohmann::json::array()}};
+  nlohmann::json merged = {
+      {"rules", nullptr}, {"summary", nlohmann::json::object()}, {"models", nlohmann::json::array()}};
   auto& sum = merged["summary"];
   for (const char* key : {"models", "converted", "failed", "warnings", "models_with_warnings"}) sum[key] = 0;
   sum["seconds"] = 0.0;
   sum["seconds_longest_shard"] = 0.0;
   sum["unchanged_passes"] = nlohmann::json::object();
   std::map<std::string, std::string> seen;  // model -> the report it is in
-  std::map<size_t, std::string> shards;     // index -> report
+  std::map<size_t, std::string> shards;  // index -> report
   std::optional<size_t> shardCount;
   for (const auto& entry : reports) {
     const std::string& file = entry.first;  // not a structured binding: Clang 14 cannot capture those
@@ -141,7 +145,8 @@ nlohmann::json mergeReports(const std::vector<std::pair<std::string, nlohmann::j
             std::to_string(*shardCount));
       shardCount = shard.count;
       if (auto [it, fresh] = shards.emplace(shard.index, file); !fresh)
-        bad("shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count) + " again (also " + it->second + ")");
+        bad("shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count) + " again (also " + it->second +
+            ")");
       for (const char* key : {"models", "converted", "failed", "warnings", "models_with_warnings"})
         sum[key] = sum[key].get<size_t>() + s.at(key).get<size_t>();
       double seconds = s.at("seconds").get<double>();
@@ -152,7 +157,8 @@ nlohmann::json mergeReports(const std::vector<std::pair<std::string, nlohmann::j
         sum["unchanged_passes"][pass] = sum["unchanged_passes"].value(pass, size_t{0}) + n.get<size_t>();
       for (const auto& m : r["models"]) {
         std::string model = m.at("model").get<std::string>();
-        if (auto [it, fresh] = seen.emplace(model, file); !fresh) bad("model " + model + " is in " + it->second + " too");
+        if (auto [it, fresh] = seen.emplace(model, file); !fresh)
+          bad("model " + model + " is in " + it->second + " too");
         merged["models"].push_back(m);
       }
     } catch (const nlohmann::json::exception& e) {
@@ -163,8 +169,8 @@ nlohmann::json mergeReports(const std::vector<std::pair<std::string, nlohmann::j
   for (size_t i = 0; i < *shardCount; ++i)
     if (!shards.count(i)) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
   if (!missing.empty())
-    badInput("report merge: shard" + std::string(missing.find(',') == std::string::npos ? " " : "s ") + missing + " of " +
-             std::to_string(*shardCount) + " missing");
+    badInput("report merge: shard" + std::string(missing.find(',') == std::string::npos ? " " : "s ") + missing +
+             " of " + std::to_string(*shardCount) + " missing");
   // The order one machine's run gives: the sorted input list.
   auto& models = merged["models"];
   std::sort(models.begin(), models.end(),

@@ -161,8 +161,9 @@ int main(int argc, char** argv) {
   std::string shell;
   auto* completion = app.add_subcommand("completion", "Print a shell completion script: graphrw completion bash|zsh");
   completion->add_option("shell", shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
-  completion->footer("\nExamples:\n  source <(graphrw completion bash)\n"
-                     "  graphrw completion zsh > ~/.zfunc/_graphrw   # a folder in $fpath\n");
+  completion->footer(
+      "\nExamples:\n  source <(graphrw completion bash)\n"
+      "  graphrw completion zsh > ~/.zfunc/_graphrw   # a folder in $fpath\n");
   commands.push_back(addValidateCommand(app));
 
   try {

@@ -1,23 +1,23 @@
 // The commands that are not passes: inspect, convert, schema, compare and
 // validate. Each declares its subcommand and returns what runs when it was
 // parsed (cli_common.h's Command); cli.cpp parses and dispatches.
-#include <charconv>
-#include <cmath>
-#include <optional>
-#include <utility>
-#include <sstream>
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <iostream>
+#include <optional>
+#include <sstream>
+#include <utility>
 
 #include "analysis/graphcore_ops.h"
 #include "analysis/popart_check.h"
+#include "analysis/stage_cost.h"
 #include "driver/cli_common.h"
 #include "driver/compare.h"
 #include "driver/inspect.h"
 #include "driver/rules.h"
 #include "driver/validate.h"
-#include "analysis/stage_cost.h"
 #include "io/loader.h"
 #include "support/error.h"
 #include "support/json_text.h"
@@ -31,32 +31,40 @@ Command addInspectCommand(CLI::App& app) {
     bool json = false, stages = false;
   };
   auto args = std::make_shared<Args>();
-  auto* inspect = app.add_subcommand("inspect", "Summarise a model: opsets, ops, functions, weights, PopART attributes");
+  auto* inspect =
+      app.add_subcommand("inspect", "Summarise a model: opsets, ops, functions, weights, PopART attributes");
   inspect->add_option("model", args->input, "ONNX model, or - for stdin")->required();
   inspect->add_flag("--json", args->json, "Print JSON");
-  inspect->add_flag("--stages", args->stages,
-                    "Print the cost of each pipeline stage and IPU instead: weights, optimizer state, activations, FLOPs "
-                    "(docs/popart.md, \"Stage costs\")");
-  inspect->add_option("--optimizer", args->optimizer, "With --stages: training with this optimizer, or none (inference)")
+  inspect->add_flag(
+      "--stages", args->stages,
+      "Print the cost of each pipeline stage and IPU instead: weights, optimizer state, activations, FLOPs "
+      "(docs/popart.md, \"Stage costs\")");
+  inspect
+      ->add_option("--optimizer", args->optimizer, "With --stages: training with this optimizer, or none (inference)")
       ->check(CLI::IsMember({"none", "sgd", "momentum", "adam", "lamb"}))
       ->default_str("none");
-  inspect->add_option("--ipu-memory", args->ipuMemory, "With --stages: memory per IPU (900MiB, 1.5GB, bytes); says which IPUs do not fit");
+  inspect->add_option("--ipu-memory", args->ipuMemory,
+                      "With --stages: memory per IPU (900MiB, 1.5GB, bytes); says which IPUs do not fit");
   inspect->add_option("--batch", args->batch, "With --stages: the micro-batch size to cost (default: the model's)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  inspect->add_option("--costs", args->costs,
-                      "With --stages: a calibration of the cost model, a JSON file (docs/popart.md, \"Calibrating the cost model\")");
-  inspect->add_option("--svg", args->svg, "With --stages: also draw them into FILE (SVG): memory bars against the IPU's, FLOPs, layers");
-  inspect->footer("\nExamples:\n  graphrw inspect model.onnx\n  graphrw inspect --json model.onnx | jq '.ops'\n"
-                  "  graphrw expand model.onnx -o - | graphrw inspect -\n"
-                  "  graphrw inspect --stages --optimizer adam --ipu-memory 900MiB placed.onnx --svg stages.svg\n"
-                  "  graphrw inspect --stages --batch 8 --costs calibration.json placed.onnx\n");
+  inspect->add_option(
+      "--costs", args->costs,
+      "With --stages: a calibration of the cost model, a JSON file (docs/popart.md, \"Calibrating the cost model\")");
+  inspect->add_option("--svg", args->svg,
+                      "With --stages: also draw them into FILE (SVG): memory bars against the IPU's, FLOPs, layers");
+  inspect->footer(
+      "\nExamples:\n  graphrw inspect model.onnx\n  graphrw inspect --json model.onnx | jq '.ops'\n"
+      "  graphrw expand model.onnx -o - | graphrw inspect -\n"
+      "  graphrw inspect --stages --optimizer adam --ipu-memory 900MiB placed.onnx --svg stages.svg\n"
+      "  graphrw inspect --stages --batch 8 --costs calibration.json placed.onnx\n");
   return {inspect, [args] {
             if (!args->stages && (args->optimizer != "none" || !args->ipuMemory.empty() || !args->svg.empty() ||
                                   args->batch || !args->costs.empty()))
               usageError("inspect: --optimizer, --ipu-memory, --batch, --costs and --svg go with --stages");
             stage_cost::Options costOptions;
             costOptions.optimizer = *stage_cost::parseOptimizer(args->optimizer);
-            if (!args->ipuMemory.empty()) costOptions.ipuMemory = stage_cost::parseBytes(args->ipuMemory, "--ipu-memory");
+            if (!args->ipuMemory.empty())
+              costOptions.ipuMemory = stage_cost::parseBytes(args->ipuMemory, "--ipu-memory");
             if (args->batch) costOptions.batch = args->batch;
             if (!args->costs.empty()) costOptions.calibration = stage_cost::loadCalibration(args->costs, "--costs");
             auto model = loadModel(args->input);
@@ -87,8 +95,10 @@ Command addConvertCommand(CLI::App& app) {
   convert->add_option("model", args->input, "ONNX model, or - for stdin")->required();
   convert->add_option("-o,--output", args->output, "Output file, or - for stdout (default: MODEL.converted.onnx)");
   args->external.add(convert);
-  convert->footer("\nExamples:\n  graphrw convert big.onnx --external-data big.data -o big.split.onnx\n"
-                  "  graphrw convert big.split.onnx --embed-external-data -o big.onnx\n  graphrw convert - -o model.onnx < model.onnx\n");
+  convert->footer(
+      "\nExamples:\n  graphrw convert big.onnx --external-data big.data -o big.split.onnx\n"
+      "  graphrw convert big.split.onnx --embed-external-data -o big.onnx\n  graphrw convert - -o model.onnx < "
+      "model.onnx\n");
   return {convert, [args] {
             std::string out = outputPath(args->input, args->output, "converted");
             WriteOptions writeOptions = args->external.writeOptions();
@@ -104,11 +114,13 @@ Command addSchemaCommand(CLI::App& app) {
   auto markdown = std::make_shared<bool>(false);
   auto* schema = app.add_subcommand("schema", "Print the JSON Schema of rule files (draft 2020-12)");
   schema->add_flag("--markdown", *markdown, "Print each pass's options table instead (as docs/passes.md holds them)");
-  schema->footer("\nExamples:\n  graphrw schema > graphrw-rules.schema.json\n  graphrw schema | jq '.properties.passes'\n"
-                 "  graphrw schema --markdown\n");
+  schema->footer(
+      "\nExamples:\n  graphrw schema > graphrw-rules.schema.json\n  graphrw schema | jq '.properties.passes'\n"
+      "  graphrw schema --markdown\n");
   return {schema, [markdown] {
             if (*markdown) {
-              for (const PassSpec* spec : registeredPasses()) std::cout << "## " << spec->name << "\n\n" << optionsMarkdown(*spec) << "\n";
+              for (const PassSpec* spec : registeredPasses())
+                std::cout << "## " << spec->name << "\n\n" << optionsMarkdown(*spec) << "\n";
               return 0;
             }
             std::cout << ruleFileSchema().dump(2) << "\n";
@@ -191,7 +203,8 @@ void parseCompareShapes(CompareArgs& args) {
     if (!range || (eq != std::string::npos && name.empty()))
       usageError("--val-range '" + text + "': expected [NAME=]LO,HI, finite numbers with LO < HI");
     if (name.empty() ? std::exchange(defaultGiven, true) : !args.options.valRanges.emplace(name, *range).second)
-      usageError("--val-range: " + (name.empty() ? std::string("the default range") : "'" + name + "'") + " is given twice");
+      usageError("--val-range: " + (name.empty() ? std::string("the default range") : "'" + name + "'") +
+                 " is given twice");
     if (name.empty()) args.options.valRange = *range;
   }
 }
@@ -228,7 +241,9 @@ void checkCompareNames(const CompareArgs& args, const ir::Model& a, const ir::Mo
       for (const auto& in : m->graph().inputs())
         if (const onnx::TypeProto* t = in.value->type(); t && t->has_tensor_type())
           for (const auto& d : t->tensor_type().shape().dim()) known |= d.dim_param() == name;
-    if (!known) usageError("--dim " + name + "=" + std::to_string(n) + ": no input of either model has a dimension '" + name + "'");
+    if (!known)
+      usageError("--dim " + name + "=" + std::to_string(n) + ": no input of either model has a dimension '" + name +
+                 "'");
   }
 }
 
@@ -252,31 +267,38 @@ int runCompare(CompareArgs& args) {
 Command addCompareCommand(CLI::App& app) {
   auto args = std::make_shared<CompareArgs>();
   auto* compare = app.add_subcommand(
-      "compare", "Run two models under ONNX Runtime on the same inputs and compare every output (ai.graphcore ops mapped back)");
+      "compare",
+      "Run two models under ONNX Runtime on the same inputs and compare every output (ai.graphcore ops mapped back)");
   compare->add_option("a", args->a, "The model before (ONNX file)")->required();
   compare->add_option("b", args->b, "The model after (ONNX file)")->required();
-  compare->add_option("--input", args->inputs,
-                      "NAME=FILE.npy: this input's data; NAME=D,D,...: the shape of its random data (others: random of the "
-                      "declared shape); repeatable");
-  compare->add_option("--rtol", args->options.rtol, "Relative tolerance: |a - b| <= atol + rtol * |b|")->capture_default_str();
+  compare->add_option(
+      "--input", args->inputs,
+      "NAME=FILE.npy: this input's data; NAME=D,D,...: the shape of its random data (others: random of the "
+      "declared shape); repeatable");
+  compare->add_option("--rtol", args->options.rtol, "Relative tolerance: |a - b| <= atol + rtol * |b|")
+      ->capture_default_str();
   compare->add_option("--atol", args->options.atol, "Absolute tolerance")->capture_default_str();
   compare->add_option("--seed", args->options.seed, "Seed of the random inputs")->capture_default_str();
   compare->add_option("--int-max", args->options.intMax, "Random integer inputs are drawn from [0, N)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 30));
-  compare->add_option("--dim", args->dims, "NAME=N: a symbolic input dimension's size (others: 1, or the other model's); repeatable");
-  compare->add_option("--val-range", args->valRanges,
-                      "[NAME=]LO,HI: random floating-point inputs (or input NAME) are drawn from [LO, HI) (default -1,1); "
-                      "repeatable");
-  compare->add_flag("--equal-nan", args->options.equalNan, "NaN in both outputs at the same place agrees (numpy's equal_nan)");
+  compare->add_option("--dim", args->dims,
+                      "NAME=N: a symbolic input dimension's size (others: 1, or the other model's); repeatable");
+  compare->add_option(
+      "--val-range", args->valRanges,
+      "[NAME=]LO,HI: random floating-point inputs (or input NAME) are drawn from [LO, HI) (default -1,1); "
+      "repeatable");
+  compare->add_flag("--equal-nan", args->options.equalNan,
+                    "NaN in both outputs at the same place agrees (numpy's equal_nan)");
   compare->add_flag("--json", args->json, "Print JSON");
-  compare->footer("\nExamples:\n  graphrw compare model.onnx model.ipu.onnx\n"
-                  "  graphrw compare model.onnx model.ipu.onnx --input input_ids=ids.npy --rtol 1e-3\n"
-                  "  graphrw compare bert.onnx bert.ipu.onnx --dim batch=2 --dim sequence=128 --val-range mask=0,1\n"
-                  "  graphrw compare a.onnx b.onnx --input x=1,3,224,224\n"
-                  "  graphrw compare a.onnx b.onnx --json | jq '.outputs'\n"
-                  "\nExit status: 0 when every output agrees within the tolerances, 1 when one does not.\n"
-                  "Needs ONNX Runtime for Node.js (npm install --ignore-scripts onnxruntime-node@1.30.0; GRAPHRW_ORT_DIR).\n");
+  compare->footer(
+      "\nExamples:\n  graphrw compare model.onnx model.ipu.onnx\n"
+      "  graphrw compare model.onnx model.ipu.onnx --input input_ids=ids.npy --rtol 1e-3\n"
+      "  graphrw compare bert.onnx bert.ipu.onnx --dim batch=2 --dim sequence=128 --val-range mask=0,1\n"
+      "  graphrw compare a.onnx b.onnx --input x=1,3,224,224\n"
+      "  graphrw compare a.onnx b.onnx --json | jq '.outputs'\n"
+      "\nExit status: 0 when every output agrees within the tolerances, 1 when one does not.\n"
+      "Needs ONNX Runtime for Node.js (npm install --ignore-scripts onnxruntime-node@1.30.0; GRAPHRW_ORT_DIR).\n");
   return {compare, [args] { return runCompare(*args); }};
 }
 
@@ -286,7 +308,8 @@ Command addValidateCommand(CLI::App& app) {
     bool json = false;
   };
   auto args = std::make_shared<Args>();
-  auto* validate = app.add_subcommand("validate", "ONNX checker, strict shape inference, IR verifier, PopART attribute types");
+  auto* validate =
+      app.add_subcommand("validate", "ONNX checker, strict shape inference, IR verifier, PopART attribute types");
   validate->add_option("model", args->input, "ONNX model, or - for stdin")->required();
   validate->add_flag("--json", args->json, "Print JSON");
   validate->add_option("--target", args->target, "Also check what this target's import refuses (popart)")
@@ -298,16 +321,19 @@ Command addValidateCommand(CLI::App& app) {
       ->check([](const std::string& v) {
         return parsePopartVersion(v) ? std::string() : "not a version X.Y (such as 3.2): '" + v + "'";
       });
-  validate->footer("\nExamples:\n  graphrw validate model.onnx\n  graphrw validate --target popart model.ipu.onnx\n"
-                   "  graphrw validate --json model.onnx | jq '.findings'\n");
+  validate->footer(
+      "\nExamples:\n  graphrw validate model.onnx\n  graphrw validate --target popart model.ipu.onnx\n"
+      "  graphrw validate --json model.onnx | jq '.findings'\n");
   return {validate, [args] {
             if (!args->popartVersion.empty() && args->target != "popart")
               usageError("validate: --popart-version needs --target popart");
             auto model = loadModel(args->input);
             auto findings = validateModel(*model);
-            PopartVersion version = args->popartVersion.empty() ? newestPopart() : *parsePopartVersion(args->popartVersion);
+            PopartVersion version =
+                args->popartVersion.empty() ? newestPopart() : *parsePopartVersion(args->popartVersion);
             if (args->target == "popart")
-              for (auto& f : popart::checkImport(*model, version)) findings.push_back({"popart:" + f.check, f.where, f.message});
+              for (auto& f : popart::checkImport(*model, version))
+                findings.push_back({"popart:" + f.check, f.where, f.message});
             if (args->json) {
               nlohmann::json j;
               if (!args->target.empty()) j["target"] = args->target;

@@ -25,13 +25,19 @@ std::string longName(const std::string& flags) {
 // What --help shows for the value.
 const char* valueName(Kind kind) {
   switch (kind) {
-    case Kind::Integer: return "N";
-    case Kind::Selectors: return "SEL";
-    case Kind::List: return "A,B";
+    case Kind::Integer:
+      return "N";
+    case Kind::Selectors:
+      return "SEL";
+    case Kind::List:
+      return "A,B";
     case Kind::Pairs:
-    case Kind::JsonPairs: return "K=V";
-    case Kind::Json: return "JSON";
-    default: return "TEXT";
+    case Kind::JsonPairs:
+      return "K=V";
+    case Kind::Json:
+      return "JSON";
+    default:
+      return "TEXT";
   }
 }
 
@@ -78,7 +84,8 @@ json optionJson(const OptionSpec& o, const std::vector<std::string>& values) {
       int64_t v = 0;
       auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
       if (ec != std::errc() || end != t.data() + t.size())
-        usageError(flag + " '" + t + "': expected an integer" + (ec == std::errc::result_out_of_range ? " that fits 64 bits" : ""));
+        usageError(flag + " '" + t + "': expected an integer" +
+                   (ec == std::errc::result_out_of_range ? " that fits 64 bits" : ""));
       return v;
     }
     case Kind::Flag:
@@ -124,7 +131,7 @@ struct PassCommands::Command {
   CLI::App* app = nullptr;
   std::string input, output;
   std::vector<std::vector<std::string>> values;  // per option, as given
-  std::vector<int> flags;                         // per option, how often a flag was given
+  std::vector<int> flags;  // per option, how often a flag was given
   PipelineFlags pipeline;
   ExternalOptions external;
 

@@ -38,29 +38,33 @@ std::string outputPath(const std::string& input, const std::string& requested, c
 }
 
 void ExternalOptions::add(CLI::App* cmd) {
-    cmd->add_option("--external-data", file,
-                    "Store tensors of at least --size-threshold bytes in this file, beside the output");
-    cmd->add_option("--size-threshold", threshold, "Smallest tensor (bytes) moved by --external-data")
-        ->capture_default_str();
-    cmd->add_flag("--embed-external-data", embed, "Write every tensor into the model itself")->excludes("--external-data");
+  cmd->add_option("--external-data", file,
+                  "Store tensors of at least --size-threshold bytes in this file, beside the output");
+  cmd->add_option("--size-threshold", threshold, "Smallest tensor (bytes) moved by --external-data")
+      ->capture_default_str();
+  cmd->add_flag("--embed-external-data", embed, "Write every tensor into the model itself")
+      ->excludes("--external-data");
 }
 
 WriteOptions ExternalOptions::writeOptions() const {
   WriteOptions o;
-  if (embed) o.external = ExternalMode::Embed;
-  else if (!file.empty()) o.external = ExternalMode::Move;
+  if (embed)
+    o.external = ExternalMode::Embed;
+  else if (!file.empty())
+    o.external = ExternalMode::Move;
   o.externalFile = file;
   o.threshold = threshold;
   return o;
 }
 
 void PipelineFlags::add(CLI::App* cmd) {
-    cmd->add_option("--report", report, "Write a JSON report of what each pass did (- for stdout when -o is a file)");
-    cmd->add_flag("--verify-each", verifyEach, "Run the IR verifier after every pass");
-    cmd->add_flag("--dry-run", dryRun, "Run the passes and report what they would change; write nothing");
-    cmd->add_option("--print-ir-after", printIrAfter, "Print the IR as ONNX text to stderr after this pass (name, index or all)");
-    cmd->add_flag("--strict", strict, "A pass that changed nothing is an error (exit 1), for CI");
-    cmd->add_option("--stop-after", stopAfter, "Run only the first N passes (for bisecting)")->check(CLI::PositiveNumber);
+  cmd->add_option("--report", report, "Write a JSON report of what each pass did (- for stdout when -o is a file)");
+  cmd->add_flag("--verify-each", verifyEach, "Run the IR verifier after every pass");
+  cmd->add_flag("--dry-run", dryRun, "Run the passes and report what they would change; write nothing");
+  cmd->add_option("--print-ir-after", printIrAfter,
+                  "Print the IR as ONNX text to stderr after this pass (name, index or all)");
+  cmd->add_flag("--strict", strict, "A pass that changed nothing is an error (exit 1), for CI");
+  cmd->add_option("--stop-after", stopAfter, "Run only the first N passes (for bisecting)")->check(CLI::PositiveNumber);
 }
 
 PipelineOptions PipelineFlags::options() const {
@@ -74,13 +78,15 @@ PipelineOptions PipelineFlags::options() const {
 std::vector<IdlePass> unchangedPasses(const nlohmann::json& report) {
   std::vector<IdlePass> idle;
   for (const auto& entry : report)
-    if (!entry.value("changed", true)) idle.push_back({entry.at("pass").get<std::string>(), entry.value("matched", size_t{0})});
+    if (!entry.value("changed", true))
+      idle.push_back({entry.at("pass").get<std::string>(), entry.value("matched", size_t{0})});
   return idle;
 }
 
 void checkUnchanged(const std::vector<IdlePass>& idle, const PipelineFlags& flags) {
   std::string list;
-  for (const auto& p : idle) list += (list.empty() ? "" : ", ") + p.name + " (" + std::to_string(p.matched) + " matched)";
+  for (const auto& p : idle)
+    list += (list.empty() ? "" : ", ") + p.name + " (" + std::to_string(p.matched) + " matched)";
   if (list.empty()) return;
   if (flags.strict) fail(ExitCode::Findings, "--strict: a pass changed nothing: " + list);
   spdlog::info("changed nothing: {}", list);
@@ -138,7 +144,8 @@ int runPipeline(const std::string& input, const std::string& out, std::vector<st
   if (!flags.report.empty() && flags.report != "-") {
     checkOutputPath(flags.report);
     std::error_code ec;
-    if ((out != "-" && fs::equivalent(flags.report, out, ec)) || (input != "-" && fs::equivalent(flags.report, input, ec)))
+    if ((out != "-" && fs::equivalent(flags.report, out, ec)) ||
+        (input != "-" && fs::equivalent(flags.report, input, ec)))
       usageError("--report " + flags.report + " would overwrite a model; choose another file");
   }
   WriteOptions writeOptions = external.writeOptions();

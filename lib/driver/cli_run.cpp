@@ -81,8 +81,8 @@ void printSummary(const nlohmann::json& report, const std::string& prefix, bool 
   std::snprintf(took, sizeof took, "%.1f", s.value("seconds", 0.0));
   if (!quiet || failed)
     std::cerr << "graphrw: " << prefix << (s.value("dry_run", false) ? "checked " : "converted ") << count("converted")
-              << ", failed " << failed << ", " << warnings << " warning" << (warnings == 1 ? "" : "s") << " in " << warned
-              << " model" << (warned == 1 ? "" : "s") << ", " << took << " s\n";
+              << ", failed " << failed << ", " << warnings << " warning" << (warnings == 1 ? "" : "s") << " in "
+              << warned << " model" << (warned == 1 ? "" : "s") << ", " << took << " s\n";
   std::string list;
   const nlohmann::json idle = s.value("unchanged_passes", nlohmann::json::object());
   for (const auto& [pass, n] : idle.items()) {
@@ -120,7 +120,8 @@ class BatchProgress {
       setStatusLine(done == total_ ? std::string() : status());
     } else if (!quiet_) {
       std::string warned =
-          item.warnings ? " (" + std::to_string(item.warnings) + " warning" + (item.warnings == 1 ? "" : "s") + ")" : "";
+          item.warnings ? " (" + std::to_string(item.warnings) + " warning" + (item.warnings == 1 ? "" : "s") + ")"
+                        : "";
       printLine("graphrw: [" + std::to_string(done) + "/" + std::to_string(total_) + "] " + escapeControl(item.input) +
                 ": " + (item.ok ? (dryRun_ ? "checked (dry run)" : "converted") : "failed") + warned);
     }
@@ -170,8 +171,8 @@ int summarise(const std::vector<BatchItem>& items, const RunArgs& args, const Pi
                        {"unchanged_passes", item.unchanged},
                        {"passes", item.report}});
   }
-  nlohmann::json summary = {{"models", items.size()}, {"converted", items.size() - failed}, {"failed", failed},
-                            {"warnings", warnings}, {"models_with_warnings", warnedModels}, {"seconds", seconds},
+  nlohmann::json summary = {{"models", items.size()},  {"converted", items.size() - failed},   {"failed", failed},
+                            {"warnings", warnings},    {"models_with_warnings", warnedModels}, {"seconds", seconds},
                             {"dry_run", flags.dryRun}, {"unchanged_passes", unchanged}};
   if (!args.shard.empty())  // graphrw report merge checks that every shard is there, once
     summary["shard"] = {{"index", shard.index}, {"count", shard.count}, {"from", shard.from}};
@@ -225,7 +226,8 @@ int runBatchCommand(const RunArgs& args) {
       std::call_once(madeOutDir, [&] {
         std::error_code e;
         fs::create_directories(args.outDir, e);
-        if (!fs::is_directory(args.outDir)) fail(ExitCode::OutputFailed, "cannot create --out-dir '" + args.outDir + "'");
+        if (!fs::is_directory(args.outDir))
+          fail(ExitCode::OutputFailed, "cannot create --out-dir '" + args.outDir + "'");
       });
       releaseFreedMemory();
       writeModel(*model, item.output, writeOptions);
@@ -247,15 +249,19 @@ Command addRunCommand(CLI::App& app, const bool& quiet) {
   run->add_option("models", args->models, "ONNX model(s); - for stdin (one model only)")->required();
   run->add_option("-o,--output", args->output, "Output file, or - for stdout (one model; default: MODEL.RULES.onnx)");
   run->add_option("--out-dir", args->outDir, "Folder for the outputs of several models (each keeps its input's name)");
-  run->add_option("-j,--jobs", args->jobs, "Models converted at once")->capture_default_str()->check(CLI::Range(1, 256));
-  run->add_option("--shard", args->shard,
-                  "I/N: take share I of N (0 <= I < N) of the sorted inputs; auto or auto/N: I (and N) from Slurm array "
-                  "jobs, Kubernetes Indexed Jobs or GNU parallel (docs/batch.md)");
+  run->add_option("-j,--jobs", args->jobs, "Models converted at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  run->add_option(
+      "--shard", args->shard,
+      "I/N: take share I of N (0 <= I < N) of the sorted inputs; auto or auto/N: I (and N) from Slurm array "
+      "jobs, Kubernetes Indexed Jobs or GNU parallel (docs/batch.md)");
   args->flags.add(run);
   args->external.add(run);
-  run->footer("\nExamples:\n  graphrw run examples/popart.rules.json model.onnx -o model.ipu.onnx\n"
-              "  graphrw run rules.json models/*.onnx --out-dir converted -j 2 --report report.json\n"
-              "  graphrw run rules.json model.onnx --dry-run\n");
+  run->footer(
+      "\nExamples:\n  graphrw run examples/popart.rules.json model.onnx -o model.ipu.onnx\n"
+      "  graphrw run rules.json models/*.onnx --out-dir converted -j 2 --report report.json\n"
+      "  graphrw run rules.json model.onnx --dry-run\n");
   return {run, [args, &quiet] {
             if (args->models.size() > 1 || !args->outDir.empty() || !args->shard.empty()) {
               if (!args->output.empty()) usageError("-o is for one model; several models go to --out-dir");
@@ -275,13 +281,15 @@ Command addReportCommand(CLI::App& app) {
     std::vector<std::string> reports;
   };
   auto args = std::make_shared<Args>();
-  auto* report = app.add_subcommand("report", "Merge the --report files of a batch's shards into one: graphrw report merge");
+  auto* report =
+      app.add_subcommand("report", "Merge the --report files of a batch's shards into one: graphrw report merge");
   report->add_option("action", args->action, "merge")->required()->check(CLI::IsMember({"merge"}));
   report->add_option("reports", args->reports, "Report files of graphrw run --shard ... --report")->required();
   report->add_option("-o,--output", args->output, "The merged report file (default: - for stdout)");
-  report->footer("\nExamples:\n  graphrw report merge reports/*.json -o report.json\n"
-                 "\nPrints the summary line of the whole batch on stderr. Exit status: 0 when every model converted, 3 when\n"
-                 "one failed or the reports do not belong together (another rule file, a model twice, a shard missing).\n");
+  report->footer(
+      "\nExamples:\n  graphrw report merge reports/*.json -o report.json\n"
+      "\nPrints the summary line of the whole batch on stderr. Exit status: 0 when every model converted, 3 when\n"
+      "one failed or the reports do not belong together (another rule file, a model twice, a shard missing).\n");
   return {report, [args] {
             if (!args->output.empty() && args->output != "-") checkOutputPath(args->output);
             std::vector<std::pair<std::string, nlohmann::json>> reports;

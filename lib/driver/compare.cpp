@@ -6,10 +6,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <cstdio>
 #include <sstream>
 
 #include "analysis/pass.h"
@@ -37,8 +37,8 @@ class ScratchDir {
  public:
   ScratchDir() {
     static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("graphrw-compare-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    path_ =
+        fs::temp_directory_path() / ("graphrw-compare-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     fs::create_directories(path_);
   }
   ~ScratchDir() {
@@ -170,7 +170,8 @@ class Mapper {
     } else if (type == "GroupNormalization") {
       groupNorm(n);
     } else {
-      fail(ExitCode::Unsupported, label(n) + ": graphrw compare has no standard ONNX definition for ai.graphcore::" + type);
+      fail(ExitCode::Unsupported,
+           label(n) + ": graphrw compare has no standard ONNX definition for ai.graphcore::" + type);
     }
   }
 
@@ -180,14 +181,17 @@ class Mapper {
     if (opset_ >= 18) fail(ExitCode::Unsupported, label(n) + ": ai.onnx opset 18 or later is not supported here");
     for (int o = 1; o < n.output_size(); ++o)
       if (!n.output(o).empty() && read(n.output(o)))
-        fail(ExitCode::Unsupported, label(n) + ": its mean or inverse standard deviation output is read; only the normalised output is defined here");
+        fail(ExitCode::Unsupported,
+             label(n) +
+                 ": its mean or inverse standard deviation output is read; only the normalised output is defined here");
     const auto* g = attr(n, "num_groups");
     const auto* eps = attr(n, "epsilon");
     int64_t groups = g ? g->i() : 1;
     std::string grouped = fresh("grouped"), mean = fresh("mean"), d = fresh("d"), sq = fresh("sq"), var = fresh("var"),
                 ve = fresh("ve"), sd = fresh("sd"), norm = fresh("norm"), shape = fresh("shape"), back = fresh("back"),
                 scale = fresh("scale"), bias = fresh("bias"), scaled = fresh("scaled"), rank = fresh("rank"),
-                extra = fresh("extra"), extra1 = fresh("extra1"), ones = fresh("ones"), perChannel = fresh("per_channel");
+                extra = fresh("extra"), extra1 = fresh("extra1"), ones = fresh("ones"),
+                perChannel = fresh("per_channel");
     op("Reshape", {n.input(0), ints({0, groups, -1})}, grouped);
     axes(op("ReduceMean", {grouped}, mean), {2});
     op("Sub", {grouped, mean}, d);
@@ -252,8 +256,9 @@ nlohmann::json inputShapes(const ir::Model& m) {
     if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) continue;
     nlohmann::json dims = nlohmann::json::array();
     for (const auto& d : t->tensor_type().shape().dim())
-      dims.push_back(d.has_dim_value() ? nlohmann::json(d.dim_value())
-                     : d.has_dim_param() ? nlohmann::json(d.dim_param()) : nlohmann::json());
+      dims.push_back(d.has_dim_value()   ? nlohmann::json(d.dim_value())
+                     : d.has_dim_param() ? nlohmann::json(d.dim_param())
+                                         : nlohmann::json());
     shapes[in.value->name()] = dims;
   }
   return shapes;
@@ -267,12 +272,17 @@ nlohmann::json runNode(const std::string& ortDir, const ScratchDir& dir, const f
     nlohmann::json ranges = nlohmann::json::object(), shapes = nlohmann::json::object();
     for (const auto& [name, r] : options.valRanges) ranges[name] = {r.first, r.second};
     for (const auto& [name, dims] : options.shapes) shapes[name] = dims;
-    nlohmann::json o = {{"rtol", options.rtol},     {"atol", options.atol},
-                        {"seed", options.seed},     {"intMax", options.intMax},
-                        {"inputs", options.inputs}, {"dims", options.dims},
-                        {"shapes", shapes},         {"valRanges", ranges},
+    nlohmann::json o = {{"rtol", options.rtol},
+                        {"atol", options.atol},
+                        {"seed", options.seed},
+                        {"intMax", options.intMax},
+                        {"inputs", options.inputs},
+                        {"dims", options.dims},
+                        {"shapes", shapes},
+                        {"valRanges", ranges},
                         {"valRange", {options.valRange.first, options.valRange.second}},
-                        {"equalNan", options.equalNan}, {"twin", twin}};
+                        {"equalNan", options.equalNan},
+                        {"twin", twin}};
     std::ofstream(dir / "options.json") << o.dump();
   }
   std::string out = (dir / "result.json").string(), err = (dir / "stderr.txt").string();
@@ -282,7 +292,8 @@ nlohmann::json runNode(const std::string& ortDir, const ScratchDir& dir, const f
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   std::string runner = (dir / "runner.js").string(), optionsFile = (dir / "options.json").string();
   std::string as = a.string(), bs = b.string();
-  std::vector<char*> argv = {const_cast<char*>("node"), runner.data(), as.data(), bs.data(), optionsFile.data(), nullptr};
+  std::vector<char*> argv = {const_cast<char*>("node"), runner.data(), as.data(), bs.data(),
+                             optionsFile.data(),        nullptr};
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e)
     if (!std::string_view(*e).starts_with("NODE_PATH=")) env.emplace_back(*e);
@@ -370,8 +381,9 @@ std::string findOnnxRuntime() {
   candidates.emplace_back("/usr/lib");
   for (const auto& c : candidates)
     if (has(c)) return c.string();
-  usageError("graphrw compare needs ONNX Runtime for Node.js: run `npm install --ignore-scripts onnxruntime-node@1.30.0` "
-             "in a folder and set GRAPHRW_ORT_DIR to it (or `npm install -g --ignore-scripts onnxruntime-node@1.30.0`)");
+  usageError(
+      "graphrw compare needs ONNX Runtime for Node.js: run `npm install --ignore-scripts onnxruntime-node@1.30.0` "
+      "in a folder and set GRAPHRW_ORT_DIR to it (or `npm install -g --ignore-scripts onnxruntime-node@1.30.0`)");
 }
 
 nlohmann::json compareModels(CompareModel a, CompareModel b, const CompareOptions& options) {
@@ -414,14 +426,14 @@ std::string renderComparison(const nlohmann::json& result, const CompareOptions&
   for (const auto& in : result["inputs"]) {
     std::string dims;
     for (const auto& d : in["dims"]) dims += (dims.empty() ? "" : ",") + std::to_string(d.get<int64_t>());
-    os << "input  " << escapeControl(in["name"].get<std::string>()) << ": " << in["type"].get<std::string>()
-       << "[" << dims << "] " << escapeControl(in["from"].get<std::string>())
-       << (in["from"] == "random" ? " (seed " + std::to_string(compareOptions.seed) + ")" : std::string())
-       << "\n";
+    os << "input  " << escapeControl(in["name"].get<std::string>()) << ": " << in["type"].get<std::string>() << "["
+       << dims << "] " << escapeControl(in["from"].get<std::string>())
+       << (in["from"] == "random" ? " (seed " + std::to_string(compareOptions.seed) + ")" : std::string()) << "\n";
   }
   if (!result["dims_set_to_1"].empty()) {
     std::string names;
-    for (const auto& d : result["dims_set_to_1"]) names += (names.empty() ? "" : ", ") + escapeControl(d.get<std::string>());
+    for (const auto& d : result["dims_set_to_1"])
+      names += (names.empty() ? "" : ", ") + escapeControl(d.get<std::string>());
     os << "dims   " << names << " set to 1 (--dim NAME=N to choose)\n";
   }
   for (const auto& out : result["outputs"]) {
@@ -437,8 +449,8 @@ std::string renderComparison(const nlohmann::json& result, const CompareOptions&
       return std::string(buf);
     };
     os << out["type"].get<std::string>() << ", max abs diff " << number(out["max_abs"]) << " (mean "
-       << number(out["mean_abs"]) << "), max rel diff " << number(out["max_rel"]) << " (mean " << number(out["mean_rel"])
-       << ")" << (out["within"].get<bool>() ? ": within" : ": OUTSIDE") << " tolerance\n";
+       << number(out["mean_abs"]) << "), max rel diff " << number(out["max_rel"]) << " (mean "
+       << number(out["mean_rel"]) << ")" << (out["within"].get<bool>() ? ": within" : ": OUTSIDE") << " tolerance\n";
     const auto& nan = out["nan"];
     const auto& inf = out["inf"];
     if (nan["a"] != 0 || nan["b"] != 0 || inf["a"] != 0 || inf["b"] != 0)
@@ -452,7 +464,8 @@ std::string renderComparison(const nlohmann::json& result, const CompareOptions&
     }
     if (out["mismatched"] != 0) {
       std::string index;
-      for (const auto& i : out["worst"]["index"]) index += (index.empty() ? "" : ",") + std::to_string(i.get<int64_t>());
+      for (const auto& i : out["worst"]["index"])
+        index += (index.empty() ? "" : ",") + std::to_string(i.get<int64_t>());
       os << "       " << out["mismatched"].get<int64_t>() << " of " << out["elements"].get<int64_t>()
          << " elements outside; worst at [" << index << "]: A " << number(out["worst"]["a"]) << ", B "
          << number(out["worst"]["b"]) << "\n";

@@ -9,9 +9,9 @@
 
 #include <map>
 #include <memory>
-#include <vector>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "ir/ir.h"
 
@@ -22,15 +22,15 @@ namespace graphrw {
 onnx::ModelProto standardOnnx(ir::Model& model);
 
 struct CompareOptions {
-  double rtol = 1e-4, atol = 1e-5;   // |a - b| <= atol + rtol * |b|, as numpy.allclose
-  uint32_t seed = 1;                 // random inputs
-  int intMax = 2;                    // integer inputs drawn from [0, intMax)
+  double rtol = 1e-4, atol = 1e-5;  // |a - b| <= atol + rtol * |b|, as numpy.allclose
+  uint32_t seed = 1;  // random inputs
+  int intMax = 2;  // integer inputs drawn from [0, intMax)
   std::map<std::string, std::string> inputs;  // input name -> .npy file
   std::map<std::string, std::vector<int64_t>> shapes;  // input name -> the shape of its random data
-  std::map<std::string, int64_t> dims;        // symbolic dimension -> size of the random inputs
+  std::map<std::string, int64_t> dims;  // symbolic dimension -> size of the random inputs
   std::pair<double, double> valRange{-1.0, 1.0};  // random floating-point inputs: [first, second)
   std::map<std::string, std::pair<double, double>> valRanges;  // the same, per input
-  bool equalNan = false;                      // NaN agrees with NaN (numpy.allclose's equal_nan)
+  bool equalNan = false;  // NaN agrees with NaN (numpy.allclose's equal_nan)
 };
 
 // One side of a comparison: the model and the file it was read from ("-" for
@@ -49,8 +49,8 @@ bool runsAsIs(const ir::Model& model);
 // and mean absolute and relative difference (over elements finite on both
 // sides), the elements outside tolerance, NaN and Inf counts per side, the
 // worst element's index and values, a 10-bin histogram of the absolute
-// differences, whether it is within tolerance; and "ok". Throws Error(Usage) when ONNX Runtime is not installed (saying how to
-// install it), Error(BadInput) when a model cannot run.
+// differences, whether it is within tolerance; and "ok". Throws Error(Usage) when ONNX Runtime is not installed (saying
+// how to install it), Error(BadInput) when a model cannot run.
 nlohmann::json compareModels(CompareModel a, CompareModel b, const CompareOptions& options);
 
 // compareModels' result as text: the inputs used, per output its type and

@@ -23,9 +23,12 @@ std::vector<std::string> optionWords(const std::vector<CompletionOption>& option
 std::string zshText(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '\'' || c == '[' || c == ']' || c == ':' || c == '\\' || c == '`' || c == '$') out += ' ';
-    else if (c == '\n') out += ' ';
-    else out += c;
+    if (c == '\'' || c == '[' || c == ']' || c == ':' || c == '\\' || c == '`' || c == '$')
+      out += ' ';
+    else if (c == '\n')
+      out += ' ';
+    else
+      out += c;
   }
   return out;
 }
@@ -56,12 +59,17 @@ std::string bashCompletion(const CompletionSpec& spec) {
     for (const auto& o : c.options) {
       if (!o.takesValue) continue;
       os << "        " << join(o.names, "|") << ") ";
-      if (!o.choices.empty()) os << "COMPREPLY=( $(compgen -W \"" << join(o.choices) << "\" -- \"$cur\") ); return ;;\n";
-      else if (o.file) os << "COMPREPLY=( $(compgen -f -- \"$cur\") ); return ;;\n";
-      else os << "COMPREPLY=(); return ;;\n";
+      if (!o.choices.empty())
+        os << "COMPREPLY=( $(compgen -W \"" << join(o.choices) << "\" -- \"$cur\") ); return ;;\n";
+      else if (o.file)
+        os << "COMPREPLY=( $(compgen -f -- \"$cur\") ); return ;;\n";
+      else
+        os << "COMPREPLY=(); return ;;\n";
     }
     os << "      esac\n";
-    if (c.name == "help") os << "      [[ \"$cur\" != -* ]] && { COMPREPLY=( $(compgen -W \"" << join(names) << "\" -- \"$cur\") ); return; }\n";
+    if (c.name == "help")
+      os << "      [[ \"$cur\" != -* ]] && { COMPREPLY=( $(compgen -W \"" << join(names)
+         << "\" -- \"$cur\") ); return; }\n";
     if (!c.positionalChoices.empty())  // the first word after the command (report merge FILE...)
       os << "      [[ \"$cur\" != -* && \"$prev\" == " << c.name << " ]] && { COMPREPLY=( $(compgen -W \""
          << join(c.positionalChoices) << "\" -- \"$cur\") ); return; }\n";
@@ -92,8 +100,10 @@ std::string zshCompletion(const CompletionSpec& spec) {
         os << indent << "'" << n << "[" << zshText(o.help) << "]";
         if (o.takesValue) {
           os << ":value:";
-          if (!o.choices.empty()) os << "(" << join(o.choices) << ")";
-          else if (o.file) os << "_files";
+          if (!o.choices.empty())
+            os << "(" << join(o.choices) << ")";
+          else if (o.file)
+            os << "_files";
         }
         os << "' \\\n";
       }
@@ -120,16 +130,19 @@ std::string zshCompletion(const CompletionSpec& spec) {
        << "          _arguments \\\n";
     specs(spec.global, "            ", false);
     specs(c.options, "            ", true);
-    if (c.name == "help") os << "            '1:command:(" << [&] {
-      std::vector<std::string> names;
-      for (const auto& x : spec.commands) names.push_back(x.name);
-      return join(names);
-    }() << ")'\n";
+    if (c.name == "help")
+      os << "            '1:command:(" << [&] {
+        std::vector<std::string> names;
+        for (const auto& x : spec.commands) names.push_back(x.name);
+        return join(names);
+      }() << ")'\n";
     else if (!c.positionalChoices.empty())
-      os << "            '1:value:(" << join(c.positionalChoices) << ")'" << (c.filePositionals ? " \\\n            '*:file:_files'" : "")
-         << "\n";
-    else if (c.filePositionals) os << "            '*:file:_files'\n";
-    else os << "            ''\n";
+      os << "            '1:value:(" << join(c.positionalChoices) << ")'"
+         << (c.filePositionals ? " \\\n            '*:file:_files'" : "") << "\n";
+    else if (c.filePositionals)
+      os << "            '*:file:_files'\n";
+    else
+      os << "            ''\n";
     os << "          ;;\n";
   }
   os << "      esac\n"

@@ -8,11 +8,11 @@
 namespace graphrw::cli {
 
 struct CompletionOption {
-  std::vector<std::string> names;    // "-o", "--output"
+  std::vector<std::string> names;  // "-o", "--output"
   std::string help;
   bool takesValue = false;
   std::vector<std::string> choices;  // values the option accepts, when a fixed set
-  bool file = false;                 // the value is a path
+  bool file = false;  // the value is a path
 };
 
 struct CompletionCommand {

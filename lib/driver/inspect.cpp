@@ -45,7 +45,8 @@ Counts countNodes(const Model& model, const Graph& g) {
     for (const auto& a : n->attributes())
       if (a.name().starts_with("__")) c.popart[{a.name(), attributeTypeName(a.type())}]++;
     for (auto [key, counts] : {std::pair{"__pipeline_stage", &c.perStage}, {"__ipu_number", &c.perIpu}})
-      if (const Attribute* a = n->attribute(key); a && a->type() == onnx::AttributeProto::INT) (*counts)[a->proto().i()]++;
+      if (const Attribute* a = n->attribute(key); a && a->type() == onnx::AttributeProto::INT)
+        (*counts)[a->proto().i()]++;
     if (popart::isCheckpoint(*n))
       c.checkpoints.push_back({{"node", n->name().str()}, {"value", n->input(0) ? n->input(0)->name().str() : ""}});
     else if (popart::recomputeType(*n) == popart::kRecompute)
@@ -102,7 +103,8 @@ class GraphLister {
 
 json opList(const Counts& c) {
   json ops = json::array();
-  for (const auto& [key, count] : c.ops) ops.push_back({{"domain", key.first}, {"op_type", key.second}, {"count", count}});
+  for (const auto& [key, count] : c.ops)
+    ops.push_back({{"domain", key.first}, {"op_type", key.second}, {"count", count}});
   return ops;
 }
 
@@ -149,12 +151,8 @@ json inspectModel(Model& model) {
     if (e.kind == "callee") ge["calls"] = e.calls;
     graphs.push_back(ge);
   }
-  j["graph"] = {{"name", g.residual().name()},
-                {"inputs", valueList(g.inputs())},
-                {"outputs", valueList(g.outputs())},
-                {"nodes", g.nodeCount()},
-                {"nodes_with_subgraphs", inMain},
-                {"subgraphs", mainSubgraphs}};
+  j["graph"] = {{"name", g.residual().name()}, {"inputs", valueList(g.inputs())}, {"outputs", valueList(g.outputs())},
+                {"nodes", g.nodeCount()},      {"nodes_with_subgraphs", inMain},  {"subgraphs", mainSubgraphs}};
   j["ops"] = opList(all);
   j["graphs"] = graphs;
 
@@ -202,9 +200,11 @@ json inspectModel(Model& model) {
 std::string renderInspection(const json& j) {
   std::ostringstream os;
   os << "ir_version: " << j["ir_version"].get<int64_t>() << "\n";
-  os << "producer: " << j["producer"]["name"].get<std::string>() << " " << j["producer"]["version"].get<std::string>() << "\n";
+  os << "producer: " << j["producer"]["name"].get<std::string>() << " " << j["producer"]["version"].get<std::string>()
+     << "\n";
   os << "opset_import:";
-  for (const auto& op : j["opset_import"]) os << " " << op["domain"].get<std::string>() << "=" << op["version"].get<int64_t>();
+  for (const auto& op : j["opset_import"])
+    os << " " << op["domain"].get<std::string>() << "=" << op["version"].get<int64_t>();
   os << "\n";
   const auto& g = j["graph"];
   os << "graph '" << g["name"].get<std::string>() << "': " << g["nodes"].get<size_t>() << " nodes ("
@@ -226,22 +226,23 @@ std::string renderInspection(const json& j) {
   os << "ops (main graph" << some(functions, "function body", "function bodies")
      << some(callees, "callee", "callees (each once)") << some(subgraphs, "subgraph", "subgraphs") << "):\n";
   for (const auto& op : j["ops"])
-    os << "  " << op["count"].get<size_t>() << "\t" << op["domain"].get<std::string>() << "::" << op["op_type"].get<std::string>() << "\n";
+    os << "  " << op["count"].get<size_t>() << "\t" << op["domain"].get<std::string>()
+       << "::" << op["op_type"].get<std::string>() << "\n";
   os << "functions: " << j["functions"].size() << "\n";
   for (const auto& f : j["functions"]) {
     os << "  " << f["domain"].get<std::string>() << "::" << f["name"].get<std::string>();
     if (!f["overload"].get<std::string>().empty()) os << ":" << f["overload"].get<std::string>();
     os << "  " << f["nodes"].get<size_t>() << " nodes, " << f["calls"].get<size_t>() << " calls\n";
   }
-  os << "initializers: " << j["initializers"]["count"].get<size_t>() << " (" << j["initializers"]["bytes"].get<uint64_t>()
-     << " bytes)\n";
+  os << "initializers: " << j["initializers"]["count"].get<size_t>() << " ("
+     << j["initializers"]["bytes"].get<uint64_t>() << " bytes)\n";
   for (const auto& e : j["external_data"])
     os << "  external " << e["location"].get<std::string>() << ": " << e["tensors"].get<size_t>() << " tensors, "
        << e["bytes"].get<uint64_t>() << " bytes\n";
   os << "popart attributes: " << j["popart_attributes"].size() << "\n";
   for (const auto& a : j["popart_attributes"])
-    os << "  " << a["name"].get<std::string>() << " (" << a["type"].get<std::string>() << "): " << a["count"].get<size_t>()
-       << "\n";
+    os << "  " << a["name"].get<std::string>() << " (" << a["type"].get<std::string>()
+       << "): " << a["count"].get<size_t>() << "\n";
   const auto& rc = j["recomputation"];
   os << "checkpoints: " << rc["checkpoints"].size() << "\n";
   for (const auto& cp : rc["checkpoints"]) {

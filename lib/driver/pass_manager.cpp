@@ -6,9 +6,9 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <string_view>
 #include <iostream>
 #include <sstream>
+#include <string_view>
 
 #include "io/writer.h"
 #include "ir/fingerprint.h"
@@ -51,19 +51,23 @@ void verifyAfter(ir::Model& model, const Pass& pass, size_t index, uint64_t befo
   std::string label = "pass " + std::to_string(index) + " (" + pass.name() + ")";
   auto findings = verify(model);
   if (!findings.empty())
-    fail(ExitCode::Findings, "IR verifier failed after " + label + ": " + findings[0].where + ": " + findings[0].message +
-                                 (findings.size() > 1 ? " (and " + std::to_string(findings.size() - 1) + " more)" : ""));
+    fail(ExitCode::Findings,
+         "IR verifier failed after " + label + ": " + findings[0].where + ": " + findings[0].message +
+             (findings.size() > 1 ? " (and " + std::to_string(findings.size() - 1) + " more)" : ""));
   bool changed = ir::fingerprint(model) != before;
   if (changed && !counted)
-    fail(ExitCode::Findings, label + " changed the model without an edit counted by the Rewriter "
-                                     "(its report would say \"changed\": false)");
+    fail(ExitCode::Findings, label +
+                                 " changed the model without an edit counted by the Rewriter "
+                                 "(its report would say \"changed\": false)");
   if (!changed && counted)
-    fail(ExitCode::Findings, label + " counted edits but the model is unchanged "
-                                     "(its report would say \"changed\": true)");
+    fail(ExitCode::Findings, label +
+                                 " counted edits but the model is unchanged "
+                                 "(its report would say \"changed\": true)");
   // The report's counts say what the pass did: nodes added or removed by a pass that matched nothing is a lie.
   if (matched == 0 && (counts.nodesAdded || counts.nodesRemoved))
     fail(ExitCode::Findings, label + " added " + std::to_string(counts.nodesAdded) + " and removed " +
-                                 std::to_string(counts.nodesRemoved) + " nodes but says it matched none "
+                                 std::to_string(counts.nodesRemoved) +
+                                 " nodes but says it matched none "
                                  "(its report would say \"matched\": 0)");
 }
 

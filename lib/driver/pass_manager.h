@@ -15,7 +15,7 @@ namespace graphrw {
 struct PipelineOptions {
   bool verifyEach = false;
   std::optional<size_t> stopAfter;  // run only the first N passes
-  std::string printIrAfter;         // a pass name, its index, or "all": textual ONNX to stderr
+  std::string printIrAfter;  // a pass name, its index, or "all": textual ONNX to stderr
 };
 
 // The model as ONNX's textual syntax (onnx/defs/printer.h): the main graph,

@@ -43,7 +43,9 @@ RuleFile parseRules(const std::string& text, const std::string& displayName) {
     std::string what = e.what();
     usageError(displayName + ": not valid JSON: " + what.substr(what.find(']') + 2));
   }
-  auto fail = [&](const std::string& pointer, const std::string& message) { usageError(rules.at(pointer) + ": " + message); };
+  auto fail = [&](const std::string& pointer, const std::string& message) {
+    usageError(rules.at(pointer) + ": " + message);
+  };
 
   // The file's frame first (passes are checked one by one below, against their own schema).
   json frame = doc;
@@ -93,7 +95,8 @@ std::string describeValue(const json& s) {
   if (!s.is_object()) return "JSON";
   if (s.contains("enum")) {
     std::string out;
-    for (const auto& v : s["enum"]) out += (out.empty() ? "" : " | ") + (v.is_string() ? v.get<std::string>() : v.dump());
+    for (const auto& v : s["enum"])
+      out += (out.empty() ? "" : " | ") + (v.is_string() ? v.get<std::string>() : v.dump());
     return out;
   }
   if (s.contains("const")) return s["const"].is_string() ? s["const"].get<std::string>() : s["const"].dump();
@@ -110,9 +113,12 @@ std::string describeValue(const json& s) {
   std::string type = s.value("type", "");
   if (type == "integer" || type == "number") {
     std::string out = type;
-    if (s.contains("minimum") && s.contains("maximum")) out += " " + s["minimum"].dump() + ".." + s["maximum"].dump();
-    else if (s.contains("minimum")) out += " >= " + s["minimum"].dump();
-    else if (s.contains("maximum")) out += " <= " + s["maximum"].dump();
+    if (s.contains("minimum") && s.contains("maximum"))
+      out += " " + s["minimum"].dump() + ".." + s["maximum"].dump();
+    else if (s.contains("minimum"))
+      out += " >= " + s["minimum"].dump();
+    else if (s.contains("maximum"))
+      out += " <= " + s["maximum"].dump();
     return out;
   }
   if (type == "array") return "list of " + describeValue(s.value("items", json::object()));
@@ -137,16 +143,19 @@ std::string cell(const std::string& text) {
 }  // namespace
 
 std::string optionsMarkdown(const PassSpec& spec) {
-  std::string out = "<!-- options: " + spec.name + " (generated from the pass's declaration: graphrw schema --markdown) -->\n";
+  std::string out =
+      "<!-- options: " + spec.name + " (generated from the pass's declaration: graphrw schema --markdown) -->\n";
   out += "| key | flag | value | default | |\n|---|---|---|---|---|\n";
   for (const OptionSpec& o : spec.options) {
     if (o.key.empty()) continue;
     std::string flag = "";
     for (const OptionSpec& f : spec.options)
-      if (!f.flags.empty() && (f.target() == "/" + o.key || (f.key.empty() && f.pointer.starts_with("/" + o.key + "/"))))
+      if (!f.flags.empty() &&
+          (f.target() == "/" + o.key || (f.key.empty() && f.pointer.starts_with("/" + o.key + "/"))))
         flag += (flag.empty() ? "" : ", ") + ("`" + f.flags + "`");
-    out += "| `" + o.key + "`" + (o.required ? " (required)" : "") + " | " + flag + " | " + cell(describeValue(o.schema)) +
-           " | " + (o.defaultValue.is_null() ? "" : "`" + cell(o.defaultValue.dump()) + "`") + " | " + cell(o.help) + " |\n";
+    out += "| `" + o.key + "`" + (o.required ? " (required)" : "") + " | " + flag + " | " +
+           cell(describeValue(o.schema)) + " | " +
+           (o.defaultValue.is_null() ? "" : "`" + cell(o.defaultValue.dump()) + "`") + " | " + cell(o.help) + " |\n";
   }
   return out + "<!-- /options -->\n";
 }

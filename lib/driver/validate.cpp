@@ -71,7 +71,8 @@ void inferStrict(onnx::ModelProto& proto) {
 // Tensors whose data disagrees with their dims (ONNX Runtime refuses them; ONNX 1.12's checker does not look).
 void checkTensorData(const onnx::GraphProto& g, const std::string& where, std::vector<ValidationFinding>& findings) {
   for (const auto& t : g.initializer())
-    if (auto problem = tensorDataProblem(t)) findings.push_back({"checker", where, "initializer '" + t.name() + "': " + *problem});
+    if (auto problem = tensorDataProblem(t))
+      findings.push_back({"checker", where, "initializer '" + t.name() + "': " + *problem});
   for (const auto& n : g.node())
     for (const auto& a : n.attribute()) {
       std::string at = "node '" + n.name() + "' (" + n.op_type() + ") attribute '" + a.name() + "'";
@@ -86,7 +87,6 @@ void checkTensorData(const onnx::GraphProto& g, const std::string& where, std::v
 
 }  // namespace
 
-
 std::vector<ValidationFinding> validateModel(Model& model) {
   std::vector<ValidationFinding> findings;
   std::string dir = model.externalFiles() ? model.externalFiles()->baseDir().string() : ".";
@@ -100,8 +100,9 @@ std::vector<ValidationFinding> validateModel(Model& model) {
   // exhaust the stack, so it is not run (and that is a finding).
   if (size_t depth = callDepth(model); depth > kMaxInferenceCallDepth) {
     findings.push_back({"shape-inference", "model",
-                        "not run: local function calls nest " + std::to_string(depth) + " deep, over graphrw's limit of " +
-                            std::to_string(kMaxInferenceCallDepth) + " for ONNX's recursive inference (expand first)"});
+                        "not run: local function calls nest " + std::to_string(depth) +
+                            " deep, over graphrw's limit of " + std::to_string(kMaxInferenceCallDepth) +
+                            " for ONNX's recursive inference (expand first)"});
   } else {
     try {
       inferStrict(proto);

@@ -17,5 +17,4 @@ struct ValidationFinding {
 
 std::vector<ValidationFinding> validateModel(ir::Model& model);
 
-
 }  // namespace graphrw

@@ -79,8 +79,10 @@ void checkOutputPath(const fs::path& target) {
   }
   fs::path dir = folderOf(real);
   std::error_code ec;
-  if (!fs::exists(dir, ec)) outputFailed("cannot write " + target.string() + ": the folder " + dir.string() + " does not exist");
-  if (!fs::is_directory(dir, ec)) outputFailed("cannot write " + target.string() + ": " + dir.string() + " is not a folder");
+  if (!fs::exists(dir, ec))
+    outputFailed("cannot write " + target.string() + ": the folder " + dir.string() + " does not exist");
+  if (!fs::is_directory(dir, ec))
+    outputFailed("cannot write " + target.string() + ": " + dir.string() + " is not a folder");
 }
 
 AtomicFile::AtomicFile(fs::path target) : target_(std::move(target)) {
@@ -104,8 +106,10 @@ AtomicFile::AtomicFile(fs::path target) : target_(std::move(target)) {
   if (fd_ < 0) {
     int err = errno;
     if (err == EACCES || err == EPERM || err == EROFS)
-      outputFailed("cannot write " + target_.string() + ": the folder " + dir.string() + " is not writable (" + why(err) + ")");
-    outputFailed("cannot write " + target_.string() + ": cannot create a temporary file in " + dir.string() + ": " + why(err));
+      outputFailed("cannot write " + target_.string() + ": the folder " + dir.string() + " is not writable (" +
+                   why(err) + ")");
+    outputFailed("cannot write " + target_.string() + ": cannot create a temporary file in " + dir.string() + ": " +
+                 why(err));
   }
   if (hasMode_) {
     fchmod(fd_, mode_);

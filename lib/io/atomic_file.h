@@ -30,7 +30,7 @@ class AtomicFile {
 
  private:
   std::filesystem::path target_;  // as given
-  std::filesystem::path real_;    // what is replaced: the target, or what its symlink points to
+  std::filesystem::path real_;  // what is replaced: the target, or what its symlink points to
   std::string temp_;
   std::string backup_;
   int fd_ = -1;

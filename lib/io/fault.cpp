@@ -9,8 +9,8 @@ namespace graphrw::fault {
 namespace {
 
 struct Plan {
-  std::string point;            // "write", "rename", "renamed" or "" (none)
-  unsigned long long bytes = 0; // for "write"
+  std::string point;  // "write", "rename", "renamed" or "" (none)
+  unsigned long long bytes = 0;  // for "write"
   unsigned long long written = 0;
 };
 

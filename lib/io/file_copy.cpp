@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstring>
-#include <cerrno>
 #include <utility>
 #include <vector>
 
@@ -216,7 +216,9 @@ void writePieces(int fd, const std::vector<wire::Piece>& given, const std::strin
       ssize_t n = writev(fd, iov.data() + k, static_cast<int>(std::min<size_t>(iov.size() - k, IOV_MAX)));
       if (n < 0) {
         if (errno == EINTR) continue;
-        fail(ExitCode::OutputFailed, what + ": write failed: " + (errno == ENOSPC ? std::string("no space left on the device (disk full)") : std::strerror(errno)));
+        fail(ExitCode::OutputFailed,
+             what + ": write failed: " +
+                 (errno == ENOSPC ? std::string("no space left on the device (disk full)") : std::strerror(errno)));
       }
       fault::wrote(static_cast<size_t>(n));
       auto left = static_cast<size_t>(n);

@@ -160,7 +160,8 @@ class ProtoBuilder {
       bool keep = options_.external == ExternalMode::Keep && !relocate_;
       if (keep) return;
       Bytes bytes = t.externalBytes();
-      if (options_.external == ExternalMode::Embed || (options_.external == ExternalMode::Move && !movable(t, bytes.size))) {
+      if (options_.external == ExternalMode::Embed ||
+          (options_.external == ExternalMode::Move && !movable(t, bytes.size))) {
         out.clear_external_data();
         out.clear_data_location();
         inlineBytes({&bytes, 1}, out);
@@ -191,7 +192,6 @@ class ProtoBuilder {
     for (const auto& g : a.graphs()) graph(*g, *out.add_graphs());
   }
 
-
   void node(const Node& n, onnx::NodeProto& out) {
     if (n.hasResidual()) out = n.residual();
     uint8_t p = n.presence();
@@ -205,8 +205,10 @@ class ProtoBuilder {
   }
 
   static void valueInfo(const ValueInfo& vi, onnx::ValueInfoProto& out) {
-    if (vi.rest()) out = *vi.rest();
-    else out.Clear();
+    if (vi.rest())
+      out = *vi.rest();
+    else
+      out.Clear();
     out.set_name(vi.value->name().str());
     if (vi.type()) *out.mutable_type() = *vi.type();
   }
@@ -301,7 +303,8 @@ size_t headroomFor(const Model& model) {
 }
 
 [[noreturn]] void overProtobufLimit(const std::string& size) {  // size: "N bytes, " when known
-  usageError("the model would be " + size + "over protobuf's 2 GB limit; store the weights outside it with --external-data FILE");
+  usageError("the model would be " + size +
+             "over protobuf's 2 GB limit; store the weights outside it with --external-data FILE");
 }
 
 }  // namespace
@@ -343,7 +346,8 @@ void buildProtoWithoutPayloads(const Model& model, onnx::ModelProto& out) {
 }
 
 onnx::FunctionProto functionToProto(const Function& function) {
-  return materialized<onnx::FunctionProto>([&](ProtoBuilder& b, onnx::FunctionProto& p) { b.functionOnly(function, p); });
+  return materialized<onnx::FunctionProto>(
+      [&](ProtoBuilder& b, onnx::FunctionProto& p) { b.functionOnly(function, p); });
 }
 
 onnx::NodeProto nodeToProto(const Node& node) {
@@ -374,9 +378,10 @@ void checkNesting(const Model& model) {
     for (const auto& n : g.nodes())
       n->forEachSubgraph([&](const Graph& sub) {
         if (depth + 1 > kMaxSubgraphDepth)
-          fail(ExitCode::Unsupported, "node '" + n->name() + "' (" + opName(*n) + ") holds subgraphs nested more than " +
-                                          std::to_string(kMaxSubgraphDepth) +
-                                          " deep: the model could not be read back (protobuf reads 100 message levels)");
+          fail(ExitCode::Unsupported,
+               "node '" + n->name() + "' (" + opName(*n) + ") holds subgraphs nested more than " +
+                   std::to_string(kMaxSubgraphDepth) +
+                   " deep: the model could not be read back (protobuf reads 100 message levels)");
         walk(sub, depth + 1);
       });
   };
@@ -404,8 +409,9 @@ WriteResult writeModel(Model& model, const std::string& path, const WriteOptions
     const auto& ext = model.externalFiles();
     if (!ext || !sameDir(ext->baseDir(), outDir)) {
       if (toStdout)
-        usageError("the model has external data that would not be found beside standard output; "
-                   "use --embed-external-data, or write to a file with -o");
+        usageError(
+            "the model has external data that would not be found beside standard output; "
+            "use --embed-external-data, or write to a file with -o");
       relocate = true;
       useData = true;
       data.location = fs::path(path).filename().string() + ".data";
@@ -433,8 +439,7 @@ WriteResult writeModel(Model& model, const std::string& path, const WriteOptions
   ProtoBuilder builder(false, options, relocate, useData ? &data : nullptr);
   auto bytes = serializeStreamed(builder, model);
   auto spliced = wire::splicePayloads(bytes->view(), builder.payloads, &bytes->lead());
-  if (spliced.size > kProtobufLimit)
-    overProtobufLimit(std::to_string(spliced.size) + " bytes, ");
+  if (spliced.size > kProtobufLimit) overProtobufLimit(std::to_string(spliced.size) + " bytes, ");
 
   WriteResult result;
   result.modelBytes = spliced.size;

@@ -13,9 +13,9 @@
 namespace graphrw {
 
 enum class ExternalMode {
-  Keep,   // external tensors stay external (data rewritten beside the output when it moves folder)
+  Keep,  // external tensors stay external (data rewritten beside the output when it moves folder)
   Embed,  // every tensor is written into the model
-  Move,   // tensors of at least `threshold` bytes go to one external data file
+  Move,  // tensors of at least `threshold` bytes go to one external data file
 };
 
 struct WriteOptions {

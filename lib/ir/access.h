@@ -20,7 +20,8 @@ class IrAccess {
   GRAPHRW_IR_TEST_FRIEND;
   // A name's text in g's model (ir/name.h): what setName and setIdentity take.
   static Name makeName(const Graph& g, std::string_view text) { return g.model()->nameText_.make(text); }
-  static void setIdentity(Node& n, Name name, std::string_view opType, std::string_view domain, std::string_view overload) {
+  static void setIdentity(Node& n, Name name, std::string_view opType, std::string_view domain,
+                          std::string_view overload) {
     n.name_ = name;
     n.op_ = &internOp(opType, domain, overload);
   }

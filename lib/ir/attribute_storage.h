@@ -130,8 +130,10 @@ class InlineOneVector {
   }
   using PairPool = FixedPool<2 * sizeof(T)>;
   void freeHeap() noexcept {
-    if (capacity_ == 2) PairPool::deallocate(heap_);
-    else if (!isInline()) ::operator delete(heap_);
+    if (capacity_ == 2)
+      PairPool::deallocate(heap_);
+    else if (!isInline())
+      ::operator delete(heap_);
   }
   void release() noexcept {
     clear();
@@ -155,7 +157,7 @@ class InlineOneVector {
   }
 
   union {
-    T one_;    // while capacity_ is 1 (constructed when size_ is 1)
+    T one_;  // while capacity_ is 1 (constructed when size_ is 1)
     T* heap_;  // otherwise
   };
   uint32_t size_ = 0;

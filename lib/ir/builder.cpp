@@ -100,7 +100,7 @@ class Builder {
         continue;
       }
       if (Value* existing = g.findLocal(name)) {
-        std::string first = existing->producer() ? "node '" + existing->producer()->name() + "'"
+        std::string first = existing->producer()       ? "node '" + existing->producer()->name() + "'"
                             : existing->isGraphInput() ? "a graph input"
                                                        : "an initializer";
         badInput("value '" + name + "' is produced twice: by " + first + " and by " + describe(np));
@@ -170,19 +170,23 @@ class Builder {
       list.ExtractSubrange(0, list.size(), raw.data());  // the caller's list owns no arena: these are ours now
       for (size_t i = 0; i < raw.size(); ++i) protos[i].reset(raw[i]);
     }
-    nodes(protos.size(), [&](size_t i, std::unique_ptr<onnx::NodeProto>) { return std::move(protos[i]); }, g);
+    nodes(
+        protos.size(), [&](size_t i, std::unique_ptr<onnx::NodeProto>) { return std::move(protos[i]); }, g);
   }
 
   // The main graph's nodes as the wire stripper split them off: parsed one
   // at a time into a reused proto.
   void nodes(wire::MainFields& stream, Graph& g) {
-    nodes(stream.size(), [&](size_t i, std::unique_ptr<onnx::NodeProto> spare) {
-      if (!spare) spare = std::make_unique<onnx::NodeProto>();
-      std::string_view bytes = stream.next();
-      if (!spare->ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-        badInput("not an ONNX model (protobuf parse failed in the graph's node " + std::to_string(i) + ")");
-      return spare;
-    }, g);
+    nodes(
+        stream.size(),
+        [&](size_t i, std::unique_ptr<onnx::NodeProto> spare) {
+          if (!spare) spare = std::make_unique<onnx::NodeProto>();
+          std::string_view bytes = stream.next();
+          if (!spare->ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+            badInput("not an ONNX model (protobuf parse failed in the graph's node " + std::to_string(i) + ")");
+          return spare;
+        },
+        g);
   }
 
   static bool wiresNow(const onnx::NodeProto& np, const Graph& g) {
@@ -330,7 +334,8 @@ void rejectCallCycles(const Model& model) {
   for (size_t i = 0; i < fns.size(); ++i)
     fns[i]->body().walkGraphs([&](const Graph& g) {
       for (const auto& n : g.nodes())
-        if (const Function* f = model.findFunction(n->domain(), n->opType(), n->overload())) calls[i].push_back(index[f]);
+        if (const Function* f = model.findFunction(n->domain(), n->opType(), n->overload()))
+          calls[i].push_back(index[f]);
     });
   enum : uint8_t { kNew, kOpen, kDone };
   std::vector<uint8_t> state(fns.size(), kNew);
@@ -366,8 +371,8 @@ void rejectCallCycles(const Model& model) {
 }  // namespace
 
 std::unique_ptr<ir::Model> buildModel(onnx::ModelProto& proto, const std::vector<Bytes>& payloads,
-                                      std::shared_ptr<ir::ExternalFiles> external,
-                                      wire::MainFields* mainNodes, wire::MainFields* mainValueInfo) {
+                                      std::shared_ptr<ir::ExternalFiles> external, wire::MainFields* mainNodes,
+                                      wire::MainFields* mainValueInfo) {
   auto model = std::make_unique<Model>();
   Builder(*model, payloads, external).model(proto, mainNodes, mainValueInfo);
   // A graph whose nodes are out of order is accepted as it is (and reported by
@@ -378,7 +383,6 @@ std::unique_ptr<ir::Model> buildModel(onnx::ModelProto& proto, const std::vector
   rejectCallCycles(*model);
   return model;
 }
-
 
 std::unique_ptr<ir::Function> buildFunction(ir::Model& model, onnx::FunctionProto proto) {
   std::vector<Bytes> none;

@@ -28,8 +28,8 @@ namespace graphrw::ir {
 // the entries after its outputs), and let go of as they are. Throws Error(BadInput) naming what
 // is wrong, e.g. a cycle.
 std::unique_ptr<Model> buildModel(onnx::ModelProto& proto, const std::vector<Bytes>& payloads,
-                                  std::shared_ptr<ExternalFiles> external,
-                                  wire::MainFields* mainNodes = nullptr, wire::MainFields* mainValueInfo = nullptr);
+                                  std::shared_ptr<ExternalFiles> external, wire::MainFields* mainNodes = nullptr,
+                                  wire::MainFields* mainValueInfo = nullptr);
 // A function for `model` (not added to its library), e.g. a schema's body.
 std::unique_ptr<Function> buildFunction(Model& model, onnx::FunctionProto proto);
 // An attribute of `node` in `owner` built from its proto, subgraphs included, as the loader builds them.

@@ -123,7 +123,8 @@ class ir::InlineCopier {
                                  const std::string& prefix);
 
   std::unique_ptr<Graph> graph(const Graph& src, Graph& parent, Node* parentNode) {
-    auto g = std::make_unique<Graph>(parent.model(), &parent.mutableNames(), &parent.mutableNodeNames(), &parent, parentNode);
+    auto g = std::make_unique<Graph>(parent.model(), &parent.mutableNames(), &parent.mutableNodeNames(), &parent,
+                                     parentNode);
     g->setResidual(onnx::GraphProto(src.residual()));
     for (const auto& vi : src.inputs()) g->addInput(freshValue(*g, vi.value), vi);
     for (const auto& init : src.initializers()) {
@@ -149,7 +150,8 @@ class ir::InlineCopier {
   InlineResult scratch_;
 };
 
-InlineResult inlineBody(Rewriter& rw, Node* call, const Graph& body, const AttributeEnv& env, const std::string& prefix) {
+InlineResult inlineBody(Rewriter& rw, Node* call, const Graph& body, const AttributeEnv& env,
+                        const std::string& prefix) {
   return InlineCopier::inlineBody(rw, call, body, env, prefix);
 }
 
@@ -160,20 +162,20 @@ InlineResult InlineCopier::inlineBody(Rewriter& rw, Node* call, const Graph& bod
   InlineCopier copier(rw, env, prefix, result);
 
   if (call->inputs().size() > body.inputs().size())
-    badInput(nodeLabel(*call) + " has " + std::to_string(call->inputs().size()) +
-             " inputs but its body takes " + std::to_string(body.inputs().size()));
+    badInput(nodeLabel(*call) + " has " + std::to_string(call->inputs().size()) + " inputs but its body takes " +
+             std::to_string(body.inputs().size()));
   if (call->outputs().size() > body.outputs().size())
-    badInput(nodeLabel(*call) + " has " + std::to_string(call->outputs().size()) +
-             " outputs but its body gives " + std::to_string(body.outputs().size()));
+    badInput(nodeLabel(*call) + " has " + std::to_string(call->outputs().size()) + " outputs but its body gives " +
+             std::to_string(body.outputs().size()));
 
   // Formal inputs bind to the actual values; a missing optional stays missing.
-  for (size_t i = 0; i < body.inputs().size(); ++i)
-    result.valueMap[body.inputs()[i].value] = call->input(i);
+  for (size_t i = 0; i < body.inputs().size(); ++i) result.valueMap[body.inputs()[i].value] = call->input(i);
 
   // Constants of a callee graph (initializers) join the enclosing scope.
   for (const auto& init : body.initializers()) {
     if (!target.parent() && target.owningFunction()) {  // a function body itself holds no initializers
-      Rewriter::NodeSpec spec{joinName(prefix, init.value->name()), "Constant", "", {}, {joinName(prefix, init.value->name())}};
+      Rewriter::NodeSpec spec{
+          joinName(prefix, init.value->name()), "Constant", "", {}, {joinName(prefix, init.value->name())}};
       Node* c = rw.createNode(target, call, std::move(spec));
       Attribute value;
       onnx::AttributeProto meta;
@@ -201,8 +203,10 @@ InlineResult InlineCopier::inlineBody(Rewriter& rw, Node* call, const Graph& bod
     if (!actual) continue;
     const Value* formal = body.outputs()[j].value;
     bool producedInBody = formal->producer() && formal->graph() == &body;
-    if (producedInBody && !bound.count(formal)) bound[formal] = actual;
-    else viaIdentity.emplace_back(j, formal);
+    if (producedInBody && !bound.count(formal))
+      bound[formal] = actual;
+    else
+      viaIdentity.emplace_back(j, formal);
   }
 
   for (const auto& n : body.nodes()) result.created.push_back(copier.node(*n, target, call, bound));

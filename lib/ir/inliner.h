@@ -17,8 +17,8 @@ namespace graphrw {
 
 // The values a body's ref_attr_name attributes may take.
 struct AttributeEnv {
-  std::map<std::string, const ir::Attribute*> call;           // the call node's attributes
-  std::map<std::string, onnx::AttributeProto> defaults;       // the body's own defaults
+  std::map<std::string, const ir::Attribute*> call;  // the call node's attributes
+  std::map<std::string, onnx::AttributeProto> defaults;  // the body's own defaults
   static AttributeEnv of(const ir::Node& call);
 };
 

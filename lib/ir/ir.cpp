@@ -195,7 +195,8 @@ void Graph::addInput(ValueInfo e) {
 void Graph::addOutput(ValueInfo e) {
   Value* v = e.value;
   if (v->graphOutputs_ == Value::kMaxGraphOutputs)
-    badInput("value '" + v->name_ + "' is a graph output more than " + std::to_string(Value::kMaxGraphOutputs) + " times");
+    badInput("value '" + v->name_ + "' is a graph output more than " + std::to_string(Value::kMaxGraphOutputs) +
+             " times");
   v->graphOutputs_++;
   if (e.type_ && !v->type_) v->type_ = e.type_;
   outputs_.push_back(std::move(e));
@@ -211,7 +212,8 @@ void Graph::addValueInfo(ValueInfo e) {
 
 void Graph::addInitializer(Value* v, std::unique_ptr<Tensor> tensor) {
   assert(v->graph_ == this && !v->isInitializer());
-  if (initializers_.size() >= Value::kNoInitializer) throw std::length_error("more than 2^32-1 initializers in one graph");
+  if (initializers_.size() >= Value::kNoInitializer)
+    throw std::length_error("more than 2^32-1 initializers in one graph");
   v->initializerIndex_ = static_cast<uint32_t>(initializers_.size());
   if (!v->type_) {
     onnx::TypeProto type;
@@ -230,8 +232,9 @@ void Graph::addSparseInitializer(Value* v, onnx::SparseTensorProto proto) {
 }
 
 void Graph::makeDense(Value* v, std::unique_ptr<Tensor> tensor) {
-  sparse_.erase(std::remove_if(sparse_.begin(), sparse_.end(), [v](const SparseInitializer& s) { return s.value == v; }),
-                sparse_.end());
+  sparse_.erase(
+      std::remove_if(sparse_.begin(), sparse_.end(), [v](const SparseInitializer& s) { return s.value == v; }),
+      sparse_.end());
   v->sparseInitializer_ = false;
   v->type_ = nullptr;
   addInitializer(v, std::move(tensor));
@@ -287,7 +290,8 @@ void Graph::removeInitializer(Value* v) {
   // In order (the output keeps the input's): the later entries move down one.
   size_t at = v->initializerIndex_;
   initializers_.erase(initializers_.begin() + static_cast<std::ptrdiff_t>(at));
-  for (size_t i = at; i < initializers_.size(); ++i) initializers_[i].value->initializerIndex_ = static_cast<uint32_t>(i);
+  for (size_t i = at; i < initializers_.size(); ++i)
+    initializers_[i].value->initializerIndex_ = static_cast<uint32_t>(i);
   v->initializerIndex_ = Value::kNoInitializer;
 }
 
@@ -353,8 +357,7 @@ void fillNodeNames(Graph& top, NameTable& t) {
 
 }  // namespace
 
-Function::Function(Model* model)
-    : body_(std::make_unique<Graph>(model, &names_, &nodeNames_, nullptr, nullptr)) {
+Function::Function(Model* model) : body_(std::make_unique<Graph>(model, &names_, &nodeNames_, nullptr, nullptr)) {
   body_->function_ = this;
   names_.setFiller([this](NameTable& t) { fillValueNames(*body_, t); });
   nodeNames_.setFiller([this](NameTable& t) { fillNodeNames(*body_, t); });

@@ -19,17 +19,17 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/attribute_storage.h"
+#include "ir/name.h"
+#include "ir/symbols.h"
+#include "ir/tensor.h"
+#include "ir/value_info.h"
 #include "support/buffer.h"
 #include "support/fixed_pool.h"
 #include "support/flat_map.h"
 #include "support/name_table.h"
 #include "support/owning_list.h"
 #include "support/small_vector.h"
-#include "ir/attribute_storage.h"
-#include "ir/name.h"
-#include "ir/tensor.h"
-#include "ir/symbols.h"
-#include "ir/value_info.h"
 
 namespace graphrw::ir {
 
@@ -87,7 +87,7 @@ class Value final {
   const onnx::TypeProto* type_ = nullptr;  // owned by the model, shared by the values of one type
   int32_t producerIndex_ = -1;
   uint32_t graphOutputs_ : 29 = 0;  // Graph::addOutput refuses more than kMaxGraphOutputs
-  uint32_t hasValueInfo_ : 1 = 0;   // in its graph's value_info: erasing scans only then
+  uint32_t hasValueInfo_ : 1 = 0;  // in its graph's value_info: erasing scans only then
   uint32_t graphInput_ : 1 = 0;
   uint32_t sparseInitializer_ : 1 = 0;
   uint32_t slot_ = 0;  // index in Graph::values_
@@ -135,7 +135,7 @@ class Node final {
   const std::string& overload() const { return *op_->overload; }
   Graph* graph() const { return graph_; }
 
-  const ValueList& inputs() const { return inputs_; }    // nullptr: missing optional
+  const ValueList& inputs() const { return inputs_; }  // nullptr: missing optional
   const ValueList& outputs() const { return outputs_; }  // nullptr: missing optional
   Value* input(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
   Value* output(size_t i) const { return i < outputs_.size() ? outputs_[i] : nullptr; }
@@ -184,6 +184,7 @@ class Node final {
   uint32_t presence_ : 8 = 0;
   // The stamp of the Rewriter that created this node (0: none; see Rewriter::stamp_).
   uint32_t createdBy_ : 24 = 0;
+
  public:
   // Scratch space for graph algorithms (an order index, a visited mark); its
   // value means nothing between algorithms. Beside presence_: no padding.

@@ -6,7 +6,6 @@
 
 namespace graphrw::ir {
 
-
 bool isDefaultDomain(std::string_view domain) { return domain.empty() || domain == "ai.onnx"; }
 std::string domainKey(std::string_view domain) { return isDefaultDomain(domain) ? std::string() : std::string(domain); }
 std::string domainShown(std::string_view domain) { return isDefaultDomain(domain) ? "ai.onnx" : std::string(domain); }
@@ -18,13 +17,11 @@ std::string nodeLabel(const Node& node) {
   return "node '" + node.name() + "' (" + opName(node) + ")";
 }
 
-std::string opName(const Node& node) {
-  return domainShown(node.domain()) + "::" + node.opType();
-}
+std::string opName(const Node& node) { return domainShown(node.domain()) + "::" + node.opType(); }
 
 const char* dataTypeName(int32_t t) {
-  static const char* names[] = {"undefined", "float", "uint8",  "int8",   "uint16",    "int16",
-                                "int32",     "int64", "string", "bool",   "float16",   "double",
+  static const char* names[] = {"undefined", "float",  "uint8",     "int8",       "uint16",  "int16",
+                                "int32",     "int64",  "string",    "bool",       "float16", "double",
                                 "uint32",    "uint64", "complex64", "complex128", "bfloat16"};
   return t >= 0 && t < static_cast<int32_t>(std::size(names)) ? names[t] : "unknown";
 }

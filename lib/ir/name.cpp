@@ -24,7 +24,8 @@ bool NameArena::owns(Name n) const {
   if (n.empty()) return true;
   const char* p = n.text_;
   std::less<const char*> before;  // a total order on pointers into different blocks
-  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), p, [&](const char* q, const Range& r) { return before(q, r.begin); });
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), p,
+                             [&](const char* q, const Range& r) { return before(q, r.begin); });
   return it != ranges_.begin() && before(p, std::prev(it)->end);
 }
 

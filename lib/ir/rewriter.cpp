@@ -79,8 +79,10 @@ Node* Rewriter::createNode(Graph& g, const Node* before, NodeSpec spec) {
     outputs.push_back(v);
   }
   counts_.nodesAdded++;
-  if (stamp_) IrAccess::setCreatedBy(*n, stamp_);
-  else created_.insert(n);
+  if (stamp_)
+    IrAccess::setCreatedBy(*n, stamp_);
+  else
+    created_.insert(n);
   return n;
 }
 
@@ -205,8 +207,10 @@ void Rewriter::setAttribute(Node* n, onnx::AttributeProto attribute) {
   Attribute a = buildAttribute(model_, *n->graph(), n, std::move(attribute));
   auto& attrs = n->attrs_;
   auto it = std::find_if(attrs.begin(), attrs.end(), [&](const Attribute& x) { return x.name() == a.name(); });
-  if (it != attrs.end()) *it = std::move(a);
-  else attrs.push_back(std::move(a));
+  if (it != attrs.end())
+    *it = std::move(a);
+  else
+    attrs.push_back(std::move(a));
   markChanged(n);
 }
 

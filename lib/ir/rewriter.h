@@ -18,7 +18,8 @@ namespace graphrw::ir {
 struct ChangeCounts {
   size_t nodesAdded = 0;
   size_t nodesRemoved = 0;
-  size_t nodesChanged = 0;   // nodes that existed before and had inputs, outputs, attributes, op, name or place edited (each once)
+  size_t nodesChanged =
+      0;  // nodes that existed before and had inputs, outputs, attributes, op, name or place edited (each once)
   size_t valuesRenamed = 0;
   size_t initializersAdded = 0;
   size_t initializersRemoved = 0;
@@ -32,9 +33,9 @@ struct ChangeCounts {
   size_t docStringsChanged = 0;
 
   struct Field {
-    const char* key;              // the report's key
+    const char* key;  // the report's key
     size_t ChangeCounts::*count;  // the member
-    bool summary;                 // at the top of a pass's report entry (else under "edits")
+    bool summary;  // at the top of a pass's report entry (else under "edits")
   };
   static const std::vector<Field>& fields();
   bool any() const;
@@ -50,7 +51,7 @@ class Rewriter {
     std::string name;  // made unique in the scope's node-name table ("" stays "")
     std::string opType;
     std::string domain;
-    std::vector<Value*> inputs;        // nullptr: missing optional
+    std::vector<Value*> inputs;  // nullptr: missing optional
     std::vector<std::string> outputs;  // wanted names, made unique; "" = missing optional
   };
   // Inserts a node before `before` (nullptr: at the end of the graph).

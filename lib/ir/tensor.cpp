@@ -12,7 +12,8 @@ int64_t Tensor::elementCount() const {
   int64_t n = 1;
   for (int64_t d : proto_.dims()) {
     if (d < 0) badInput("tensor '" + name() + "': negative dimension " + std::to_string(d));
-    if (__builtin_mul_overflow(n, d, &n)) badInput("tensor '" + name() + "': its dimensions multiply past 2^63 elements");
+    if (__builtin_mul_overflow(n, d, &n))
+      badInput("tensor '" + name() + "': its dimensions multiply past 2^63 elements");
   }
   return n;
 }
@@ -68,14 +69,28 @@ uint64_t Tensor::storedBytes() const {
 
 size_t elementSize(int32_t t) {
   switch (t) {
-    case onnx::TensorProto::FLOAT: case onnx::TensorProto::INT32: case onnx::TensorProto::UINT32: return 4;
-    case onnx::TensorProto::UINT8: case onnx::TensorProto::INT8: case onnx::TensorProto::BOOL: return 1;
-    case onnx::TensorProto::UINT16: case onnx::TensorProto::INT16: case onnx::TensorProto::FLOAT16:
-    case onnx::TensorProto::BFLOAT16: return 2;
-    case onnx::TensorProto::INT64: case onnx::TensorProto::UINT64: case onnx::TensorProto::DOUBLE:
-    case onnx::TensorProto::COMPLEX64: return 8;
-    case onnx::TensorProto::COMPLEX128: return 16;
-    default: return 0;
+    case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::INT32:
+    case onnx::TensorProto::UINT32:
+      return 4;
+    case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::BOOL:
+      return 1;
+    case onnx::TensorProto::UINT16:
+    case onnx::TensorProto::INT16:
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16:
+      return 2;
+    case onnx::TensorProto::INT64:
+    case onnx::TensorProto::UINT64:
+    case onnx::TensorProto::DOUBLE:
+    case onnx::TensorProto::COMPLEX64:
+      return 8;
+    case onnx::TensorProto::COMPLEX128:
+      return 16;
+    default:
+      return 0;
   }
 }
 
@@ -101,16 +116,48 @@ std::optional<std::string> tensorDataProblem(const onnx::TensorProto& t) {
     field = "raw_data";
   } else {
     switch (t.data_type()) {
-      case T::FLOAT: held = static_cast<uint64_t>(t.float_data_size()); field = "float_data"; break;
-      case T::COMPLEX64: held = static_cast<uint64_t>(t.float_data_size()) / 2; field = "float_data"; break;
-      case T::DOUBLE: held = static_cast<uint64_t>(t.double_data_size()); field = "double_data"; break;
-      case T::COMPLEX128: held = static_cast<uint64_t>(t.double_data_size()) / 2; field = "double_data"; break;
-      case T::INT64: held = static_cast<uint64_t>(t.int64_data_size()); field = "int64_data"; break;
-      case T::UINT32: case T::UINT64: held = static_cast<uint64_t>(t.uint64_data_size()); field = "uint64_data"; break;
-      case T::STRING: held = static_cast<uint64_t>(t.string_data_size()); field = "string_data"; break;
-      case T::INT32: case T::INT16: case T::INT8: case T::UINT16: case T::UINT8: case T::BOOL: case T::FLOAT16:
-      case T::BFLOAT16: held = static_cast<uint64_t>(t.int32_data_size()); field = "int32_data"; break;
-      default: return std::nullopt;
+      case T::FLOAT:
+        held = static_cast<uint64_t>(t.float_data_size());
+        field = "float_data";
+        break;
+      case T::COMPLEX64:
+        held = static_cast<uint64_t>(t.float_data_size()) / 2;
+        field = "float_data";
+        break;
+      case T::DOUBLE:
+        held = static_cast<uint64_t>(t.double_data_size());
+        field = "double_data";
+        break;
+      case T::COMPLEX128:
+        held = static_cast<uint64_t>(t.double_data_size()) / 2;
+        field = "double_data";
+        break;
+      case T::INT64:
+        held = static_cast<uint64_t>(t.int64_data_size());
+        field = "int64_data";
+        break;
+      case T::UINT32:
+      case T::UINT64:
+        held = static_cast<uint64_t>(t.uint64_data_size());
+        field = "uint64_data";
+        break;
+      case T::STRING:
+        held = static_cast<uint64_t>(t.string_data_size());
+        field = "string_data";
+        break;
+      case T::INT32:
+      case T::INT16:
+      case T::INT8:
+      case T::UINT16:
+      case T::UINT8:
+      case T::BOOL:
+      case T::FLOAT16:
+      case T::BFLOAT16:
+        held = static_cast<uint64_t>(t.int32_data_size());
+        field = "int32_data";
+        break;
+      default:
+        return std::nullopt;
     }
   }
   if (held == count) return std::nullopt;
@@ -119,7 +166,8 @@ std::optional<std::string> tensorDataProblem(const onnx::TensorProto& t) {
            std::string d;
            for (int64_t x : t.dims()) d += (d.empty() ? "" : ",") + std::to_string(x);
            return d;
-         }() + "] say " + std::to_string(count);
+         }() +
+         "] say " + std::to_string(count);
 }
 
 }  // namespace graphrw::ir

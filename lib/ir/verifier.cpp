@@ -56,8 +56,8 @@ std::vector<Finding> verifyGraph(const Graph& g, const std::string& where) {
       report("value '" + v->name() + "' names a producer that does not output it");
     for (const Use& u : v->uses()) {
       if (u.node->input(static_cast<size_t>(u.index)) != v.get())
-        report("value '" + v->name() + "' lists a use by " + nodeLabel(u.node) + " input " +
-               std::to_string(u.index) + " that reads something else");
+        report("value '" + v->name() + "' lists a use by " + nodeLabel(u.node) + " input " + std::to_string(u.index) +
+               " that reads something else");
     }
   }
 
@@ -71,8 +71,10 @@ std::vector<Finding> verifyGraph(const Graph& g, const std::string& where) {
       if (std::find(uses.begin(), uses.end(), Use{const_cast<Node*>(n), static_cast<int>(i)}) == uses.end())
         report(nodeLabel(n) + " input " + std::to_string(i) + " ('" + v->name() + "') is missing from its use-list");
       if (v->graph() == &g) {
-        if (g.findLocal(v->name()) != v) report(nodeLabel(n) + " reads '" + v->name() + "', which was erased");
-        else if (!defined.count(v)) report(nodeLabel(n) + " reads '" + v->name() + "' before it is produced");
+        if (g.findLocal(v->name()) != v)
+          report(nodeLabel(n) + " reads '" + v->name() + "', which was erased");
+        else if (!defined.count(v))
+          report(nodeLabel(n) + " reads '" + v->name() + "' before it is produced");
       } else if (!visibleFromOuterScope(g, v)) {
         report(nodeLabel(n) + " reads '" + v->name() + "' from a scope it cannot see");
       }
@@ -82,8 +84,10 @@ std::vector<Finding> verifyGraph(const Graph& g, const std::string& where) {
       if (!v) continue;
       if (v->producer() != n || v->producerIndex() != static_cast<int>(i))
         report(nodeLabel(n) + " output " + std::to_string(i) + " ('" + v->name() + "') names another producer");
-      if (v->graph() != &g) report(nodeLabel(n) + " outputs '" + v->name() + "', a value of another graph");
-      else if (!defined.insert(v).second) report("value '" + v->name() + "' is produced twice");
+      if (v->graph() != &g)
+        report(nodeLabel(n) + " outputs '" + v->name() + "', a value of another graph");
+      else if (!defined.insert(v).second)
+        report("value '" + v->name() + "' is produced twice");
     }
   }
   for (const auto& out : g.outputs()) {
@@ -108,8 +112,8 @@ std::vector<Finding> verify(Model& model) {
       for (const auto& a : n->attributes()) {
         if (a.g()) walk(*a.g(), where + " > " + nodeLabel(n.get()) + " attribute '" + a.name() + "'");
         for (size_t i = 0; i < a.graphs().size(); ++i)
-          walk(*a.graphs()[i], where + " > " + nodeLabel(n.get()) + " attribute '" + a.name() + "'[" +
-                                 std::to_string(i) + "]");
+          walk(*a.graphs()[i],
+               where + " > " + nodeLabel(n.get()) + " attribute '" + a.name() + "'[" + std::to_string(i) + "]");
       }
   };
   walk(model.graph(), "graph '" + model.graph().residual().name() + "'");

@@ -10,7 +10,7 @@
 namespace graphrw {
 
 struct Finding {
-  std::string where;    // "graph 'main'", "function ns::F"
+  std::string where;  // "graph 'main'", "function ns::F"
   std::string message;  // names the node or value
 };
 

@@ -9,12 +9,12 @@ namespace graphrw {
 // Documented process exit codes. Keep docs/cli.md in step.
 enum class ExitCode : int {
   Ok = 0,
-  Findings = 1,     // validate found problems; a verifier failure
-  Usage = 2,        // bad command line or rule file
-  BadInput = 3,     // the model (or its external data) cannot be read or is not valid
-  OutputFailed = 4, // the output could not be written
+  Findings = 1,  // validate found problems; a verifier failure
+  Usage = 2,  // bad command line or rule file
+  BadInput = 3,  // the model (or its external data) cannot be read or is not valid
+  OutputFailed = 4,  // the output could not be written
   Unsupported = 5,  // the model is valid but cannot be rewritten as asked (an op with no form at the target opset)
-  Internal = 70,    // a bug in graphrw
+  Internal = 70,  // a bug in graphrw
 };
 
 // The one exception type that crosses module boundaries. Third-party exceptions

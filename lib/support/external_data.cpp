@@ -37,8 +37,7 @@ ExternalRef parseExternalRef(const onnx::TensorProto& tensor) {
       ref.checksum = value;
     }
   }
-  if (!haveLocation || ref.location.empty())
-    badInput("tensor '" + tensor.name() + "': external data has no location");
+  if (!haveLocation || ref.location.empty()) badInput("tensor '" + tensor.name() + "': external data has no location");
   return ref;
 }
 
@@ -77,8 +76,8 @@ uint64_t ExternalFiles::check(const ExternalRef& ref, const std::string& tensorN
       fs::path path = resolve(ref.location);
       struct stat st {};
       if (stat(path.c_str(), &st) != 0)
-        badInput("tensor '" + tensorName + "': external data file '" + ref.location + "' cannot be read: " +
-                 std::strerror(errno));
+        badInput("tensor '" + tensorName + "': external data file '" + ref.location +
+                 "' cannot be read: " + std::strerror(errno));
       if (!S_ISREG(st.st_mode))
         badInput("tensor '" + tensorName + "': external data '" + ref.location + "' is not a regular file");
       it = sizes_.emplace(ref.location, static_cast<uint64_t>(st.st_size)).first;
@@ -88,8 +87,8 @@ uint64_t ExternalFiles::check(const ExternalRef& ref, const std::string& tensorN
   uint64_t length = ref.length.value_or(fileSize >= ref.offset ? fileSize - ref.offset : 0);
   if (ref.offset > fileSize || length > fileSize - ref.offset)
     badInput("tensor '" + tensorName + "': external data file '" + ref.location + "' is too short (" +
-             std::to_string(fileSize) + " bytes; the tensor needs offset " + std::to_string(ref.offset) +
-             " + length " + std::to_string(length) + ")");
+             std::to_string(fileSize) + " bytes; the tensor needs offset " + std::to_string(ref.offset) + " + length " +
+             std::to_string(length) + ")");
   return length;
 }
 

@@ -65,7 +65,7 @@ class FixedPool {
   }
   // Threads the slab's blocks onto the free list, lowest address first out.
   void refill() {
-    char* slab = static_cast<char*>(::operator new(kBlocksPerSlab * Size));
+    char* slab = static_cast<char*>(::operator new(kBlocksPerSlab* Size));
     for (size_t i = kBlocksPerSlab; i-- > 0;) free_ = new (slab + i * Size) Link{free_};
   }
   std::mutex mutex_;

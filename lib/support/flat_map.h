@@ -6,8 +6,8 @@
 // which must outlive their entry).
 #pragma once
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -90,7 +90,7 @@ class FlatStringMap {
   Value* find(std::string_view key) {
     if (slots_.empty()) return nullptr;
     uint64_t h = hashOf(key);
-    for (size_t i = h & mask(); ; i = (i + 1) & mask()) {
+    for (size_t i = h & mask();; i = (i + 1) & mask()) {
       Slot& s = slots_[i];
       if (s.state == kEmpty) return nullptr;
       if (s.state == kFull && s.hash == h && std::string_view(s.key) == key) return &s.value;
@@ -103,7 +103,7 @@ class FlatStringMap {
     if ((used_ + 1) * 4 > slots_.size() * 3) grow(size_ + 1);
     uint64_t h = hashOf(key);
     Slot* reuse = nullptr;
-    for (size_t i = h & mask(); ; i = (i + 1) & mask()) {
+    for (size_t i = h & mask();; i = (i + 1) & mask()) {
       Slot& s = slots_[i];
       if (s.state == kEmpty) {
         Slot* target = reuse ? reuse : &s;
@@ -126,7 +126,7 @@ class FlatStringMap {
   bool erase(std::string_view key) {
     if (slots_.empty()) return false;
     uint64_t h = hashOf(key);
-    for (size_t i = h & mask(); ; i = (i + 1) & mask()) {
+    for (size_t i = h & mask();; i = (i + 1) & mask()) {
       Slot& s = slots_[i];
       if (s.state == kEmpty) return false;
       if (s.state == kFull && s.hash == h && std::string_view(s.key) == key) {
@@ -169,7 +169,7 @@ class FlatStringMap {
     used_ = size_;
     for (Slot& s : old) {
       if (s.state != kFull) continue;
-      for (size_t i = s.hash & mask(); ; i = (i + 1) & mask()) {
+      for (size_t i = s.hash & mask();; i = (i + 1) & mask()) {
         if (slots_[i].state == kEmpty) {
           slots_[i] = std::move(s);
           break;
@@ -198,7 +198,7 @@ class FlatIndex {
   T* find(std::string_view key) const {
     if (slots_.empty()) return nullptr;
     const uint64_t h = hashOf(key), tag = tagOf(h);
-    for (size_t i = startOf(h); ; i = nextOf(i)) {
+    for (size_t i = startOf(h);; i = nextOf(i)) {
       const uint64_t s = slots_[i];
       if (s == kEmpty) return nullptr;
       if ((s & kTagMask) == tag && s != kDeleted && KeyOf{}(itemOf(s)) == key) return itemOf(s);
@@ -208,13 +208,12 @@ class FlatIndex {
   // Inserts unless an item with the same name is there; returns whether it was inserted.
   bool insert(T* item) {
     const auto address = reinterpret_cast<uintptr_t>(item);
-    if (address >> kTagShift)
-      throw std::length_error("FlatIndex: an address above 48 bits cannot be indexed");
+    if (address >> kTagShift) throw std::length_error("FlatIndex: an address above 48 bits cannot be indexed");
     if ((used_ + 1) * 4 > slots_.size() * 3) grow(flat_detail::roomForOneMore(size_, used_));
     std::string_view key = KeyOf{}(item);
     const uint64_t h = hashOf(key), tag = tagOf(h);
     uint64_t* reuse = nullptr;
-    for (size_t i = startOf(h); ; i = nextOf(i)) {
+    for (size_t i = startOf(h);; i = nextOf(i)) {
       uint64_t& s = slots_[i];
       if (s == kEmpty) {
         uint64_t* target = reuse ? reuse : &s;
@@ -234,7 +233,7 @@ class FlatIndex {
   bool erase(std::string_view key) {
     if (slots_.empty()) return false;
     const uint64_t h = hashOf(key), tag = tagOf(h);
-    for (size_t i = startOf(h); ; i = nextOf(i)) {
+    for (size_t i = startOf(h);; i = nextOf(i)) {
       uint64_t& s = slots_[i];
       if (s == kEmpty) return false;
       if ((s & kTagMask) == tag && s != kDeleted && KeyOf{}(itemOf(s)) == key) {
@@ -271,7 +270,7 @@ class FlatIndex {
     used_ = size_;
     for (const uint64_t s : old) {
       if (s == kEmpty || s == kDeleted) continue;
-      for (size_t i = startOf(hashOf(KeyOf{}(itemOf(s)))); ; i = nextOf(i))
+      for (size_t i = startOf(hashOf(KeyOf{}(itemOf(s))));; i = nextOf(i))
         if (slots_[i] == kEmpty) {
           slots_[i] = s;
           break;
@@ -295,7 +294,7 @@ class FlatHashCounter {
   uint32_t count(uint64_t key) const {
     if (slots_.empty()) return 0;
     key = keyOf(key);
-    for (size_t i = startOf(key); ; i = nextOf(i)) {
+    for (size_t i = startOf(key);; i = nextOf(i)) {
       const uint64_t s = slots_[i];
       if (s == 0) return 0;
       if ((s >> 16) == key) return s & kMaxCount;
@@ -305,7 +304,7 @@ class FlatHashCounter {
   uint32_t add(uint64_t key) {
     if ((used_ + 1) * 4 > slots_.size() * 3) grow(flat_detail::roomForOneMore(size_, used_));
     key = keyOf(key);
-    for (size_t i = startOf(key); ; i = nextOf(i)) {
+    for (size_t i = startOf(key);; i = nextOf(i)) {
       uint64_t& s = slots_[i];
       if (s == 0) {
         s = key << 16 | 1;
@@ -325,7 +324,7 @@ class FlatHashCounter {
   void remove(uint64_t key) {
     if (slots_.empty()) return;
     key = keyOf(key);
-    for (size_t i = startOf(key); ; i = nextOf(i)) {
+    for (size_t i = startOf(key);; i = nextOf(i)) {
       uint64_t& s = slots_[i];
       if (s == 0) return;
       if ((s >> 16) == key) {
@@ -363,7 +362,7 @@ class FlatHashCounter {
     used_ = 0;
     for (const uint64_t s : old) {
       if (s == 0 || (s & kMaxCount) == 0) continue;
-      for (size_t i = startOf(s >> 16); ; i = nextOf(i))
+      for (size_t i = startOf(s >> 16);; i = nextOf(i))
         if (slots_[i] == 0) {
           slots_[i] = s;
           ++used_;

@@ -23,7 +23,7 @@ class FlatU64Map {
   // The value at `key` (nonzero), or null.
   const V* find(uint64_t key) const {
     if (slots_.empty()) return nullptr;
-    for (size_t i = hashOf(key) & mask(); ; i = (i + 1) & mask()) {
+    for (size_t i = hashOf(key) & mask();; i = (i + 1) & mask()) {
       const Slot& s = slots_[i];
       if (s.key == key) return &s.value;
       if (s.key == kEmpty) return nullptr;
@@ -33,7 +33,7 @@ class FlatU64Map {
   // The value at `key` (nonzero), value-initialised when new. Valid until the next insert.
   V& operator[](uint64_t key) {
     if ((size_ + 1) * 4 > slots_.size() * 3) rehash(flat_detail::capacityFor(size_ + 1, slots_.size(), true));
-    for (size_t i = hashOf(key) & mask(); ; i = (i + 1) & mask()) {
+    for (size_t i = hashOf(key) & mask();; i = (i + 1) & mask()) {
       Slot& s = slots_[i];
       if (s.key == key) return s.value;
       if (s.key == kEmpty) {
@@ -48,8 +48,10 @@ class FlatU64Map {
   // Empties the map. A table far larger than what it held (over 64 slots, under
   // 1/8 full) is let go, so clearing after each small use costs what was used.
   void clear() {
-    if (slots_.size() > 64 && size_ * 8 < slots_.size()) std::vector<Slot>().swap(slots_);
-    else std::fill(slots_.begin(), slots_.end(), Slot{});
+    if (slots_.size() > 64 && size_ * 8 < slots_.size())
+      std::vector<Slot>().swap(slots_);
+    else
+      std::fill(slots_.begin(), slots_.end(), Slot{});
     size_ = 0;
   }
   size_t capacity() const { return slots_.size(); }
@@ -68,7 +70,7 @@ class FlatU64Map {
     old.swap(slots_);
     for (const Slot& s : old) {
       if (s.key == kEmpty) continue;
-      for (size_t i = hashOf(s.key) & mask(); ; i = (i + 1) & mask())
+      for (size_t i = hashOf(s.key) & mask();; i = (i + 1) & mask())
         if (slots_[i].key == kEmpty) {
           slots_[i] = s;
           break;

@@ -27,7 +27,8 @@ ModelBytes::~ModelBytes() {
 
 void ModelBytes::reserveBytes(size_t total) {
   if (mapped_) {
-    if (total > reserved_) throw std::length_error("the serialized model exceeds " + std::to_string(reserved_) + " bytes");
+    if (total > reserved_)
+      throw std::length_error("the serialized model exceeds " + std::to_string(reserved_) + " bytes");
     return;
   }
   if (total > heap_.size()) heap_.resize(std::max(total, heap_.size() + heap_.size() / 2));

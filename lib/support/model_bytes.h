@@ -79,7 +79,7 @@ class ModelBytes {
   size_t reserved_ = 0;
   std::string heap_;  // the storage otherwise (its size is the capacity in use)
   size_t headroom_;
-  size_t size_;       // bytes in use, from the start of the storage
+  size_t size_;  // bytes in use, from the start of the storage
   size_t begin_ = 0;  // where the model starts once finished
   wire::GraphLead lead_;
   std::vector<Bytes> spilled_;  // owners of lead_'s spill-file pieces

@@ -82,8 +82,10 @@ class OwningList {
     raw->prev_ = prev;
     raw->next_ = std::move(slot);
     slot = std::move(element);
-    if (next) next->prev_ = raw;
-    else tail_ = raw;
+    if (next)
+      next->prev_ = raw;
+    else
+      tail_ = raw;
     ++size_;
     return {this, raw};
   }
@@ -94,8 +96,10 @@ class OwningList {
     std::unique_ptr<T>& slot = owner(raw);
     std::unique_ptr<T> taken = std::move(slot);
     slot = std::move(raw->next_);
-    if (slot) slot->prev_ = raw->prev_;
-    else tail_ = raw->prev_;
+    if (slot)
+      slot->prev_ = raw->prev_;
+    else
+      tail_ = raw->prev_;
     raw->prev_ = nullptr;
     --size_;
     return taken;

@@ -6,9 +6,9 @@
 // million nodes, 1.33M slots (10.7 MB), not the next power of two's 2M (16.8 MB).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <vector>
 
 #include "support/flat_map.h"
@@ -24,7 +24,7 @@ class FlatPointerSet {
   bool contains(const T* item) const {
     if (slots_.empty()) return false;
     const uintptr_t key = keyOf(item);
-    for (size_t i = startOf(key); ; i = nextOf(i)) {
+    for (size_t i = startOf(key);; i = nextOf(i)) {
       if (slots_[i] == key) return true;
       if (slots_[i] == kEmpty) return false;
     }
@@ -35,12 +35,13 @@ class FlatPointerSet {
     if ((used_ + 1) * 4 > slots_.size() * 3) grow(flat_detail::roomForOneMore(size_, used_));
     const uintptr_t key = keyOf(item);
     uintptr_t* reuse = nullptr;
-    for (size_t i = startOf(key); ; i = nextOf(i)) {
+    for (size_t i = startOf(key);; i = nextOf(i)) {
       uintptr_t& s = slots_[i];
       if (s == key) return false;
       if (s == kDeleted && !reuse) reuse = &s;
       if (s == kEmpty) {
-        if (reuse) *reuse = key;
+        if (reuse)
+          *reuse = key;
         else {
           s = key;
           ++used_;
@@ -55,7 +56,7 @@ class FlatPointerSet {
   bool erase(const T* item) {
     if (slots_.empty()) return false;
     const uintptr_t key = keyOf(item);
-    for (size_t i = startOf(key); ; i = nextOf(i)) {
+    for (size_t i = startOf(key);; i = nextOf(i)) {
       uintptr_t& s = slots_[i];
       if (s == kEmpty) return false;
       if (s == key) {
@@ -69,8 +70,10 @@ class FlatPointerSet {
 
   // Empties the set; a small table keeps its slots for the next use.
   void clear() {
-    if (slots_.size() <= 64) std::fill(slots_.begin(), slots_.end(), kEmpty);
-    else std::vector<uintptr_t>().swap(slots_);
+    if (slots_.size() <= 64)
+      std::fill(slots_.begin(), slots_.end(), kEmpty);
+    else
+      std::vector<uintptr_t>().swap(slots_);
     size_ = used_ = 0;
   }
   size_t capacity() const { return slots_.size(); }
@@ -98,7 +101,7 @@ class FlatPointerSet {
     used_ = size_;
     for (const uintptr_t key : old) {
       if (key == kEmpty || key == kDeleted) continue;
-      for (size_t i = startOf(key); ; i = nextOf(i))
+      for (size_t i = startOf(key);; i = nextOf(i))
         if (slots_[i] == kEmpty) {
           slots_[i] = key;
           break;

@@ -191,8 +191,10 @@ class SmallVector {
   void steal(SmallVector& other) noexcept {
     size_ = other.size_;
     capacity_ = other.capacity_;
-    if (other.isInline()) std::memcpy(inline_, other.inline_, size_ * sizeof(T));
-    else heap_ = other.heap_;
+    if (other.isInline())
+      std::memcpy(inline_, other.inline_, size_ * sizeof(T));
+    else
+      heap_ = other.heap_;
     other.capacity_ = N;
     other.size_ = 0;
   }

@@ -15,11 +15,11 @@ enum class Kind { Other, Model, Graph, Function, Node, Attribute, Tensor };
 Kind childKind(Kind parent, uint32_t number) {
   switch (parent) {
     case Kind::Model:
-      if (number == 7) return Kind::Graph;      // graph
+      if (number == 7) return Kind::Graph;  // graph
       if (number == 25) return Kind::Function;  // functions
       return Kind::Other;
     case Kind::Graph:
-      if (number == 1) return Kind::Node;    // node
+      if (number == 1) return Kind::Node;  // node
       if (number == 5) return Kind::Tensor;  // initializer
       return Kind::Other;
     case Kind::Function:
@@ -28,7 +28,7 @@ Kind childKind(Kind parent, uint32_t number) {
       return number == 5 ? Kind::Attribute : Kind::Other;  // attribute
     case Kind::Attribute:
       if (number == 5 || number == 10) return Kind::Tensor;  // t, tensors
-      if (number == 6 || number == 11) return Kind::Graph;   // g, graphs
+      if (number == 6 || number == 11) return Kind::Graph;  // g, graphs
       return Kind::Other;
     default:
       return Kind::Other;
@@ -89,7 +89,9 @@ bool Reader::next(Field& f) {
         uint64_t innerTag = readVarint();
         if ((innerTag >> 3) == 0 || (innerTag >> 3) > 0x1fffffff) throw std::runtime_error("invalid field number");
         switch (innerTag & 7) {
-          case 0: readVarint(); break;
+          case 0:
+            readVarint();
+            break;
           case 1:
           case 5: {
             size_t n = (innerTag & 7) == 1 ? 8 : 4;
@@ -106,8 +108,11 @@ bool Reader::next(Field& f) {
           case 3:
             if (++depth > kMaxDepth) throw std::runtime_error("groups nested too deeply");
             break;
-          case 4: --depth; break;
-          default: throw std::runtime_error("invalid wire type " + std::to_string(innerTag & 7));
+          case 4:
+            --depth;
+            break;
+          default:
+            throw std::runtime_error("invalid wire type " + std::to_string(innerTag & 7));
         }
       }
       break;
@@ -121,7 +126,6 @@ bool Reader::next(Field& f) {
   f.end = p_;
   return true;
 }
-
 
 void appendVarint(std::string& out, uint64_t value) {
   while (value >= 0x80) {
@@ -139,41 +143,6 @@ void appendLenField(std::string& out, uint32_t number, std::string_view value) {
   appendTag(out, number, WireType::Len);
   appendVarint(out, value.size());
   out.append(value);
-}
-
-std::vector<std::string> lenFields(const google::protobuf::UnknownFieldSet& fields, int number) {
-  std::vector<std::string> result;
-  for (int i = 0; i < fields.field_count(); ++i) {
-    const auto& f = fields.field(i);
-    if (f.number() == number && f.type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
-      result.push_back(f.length_delimited());
-  }
-  return result;
-}
-
-std::optional<uint64_t> lastVarint(const google::protobuf::UnknownFieldSet& fields, int number) {
-  std::optional<uint64_t> result;
-  for (int i = 0; i < fields.field_count(); ++i) {
-    const auto& f = fields.field(i);
-    if (f.number() == number && f.type() == google::protobuf::UnknownField::TYPE_VARINT) result = f.varint();
-  }
-  return result;
-}
-
-bool hasField(const google::protobuf::UnknownFieldSet& fields, int number) {
-  for (int i = 0; i < fields.field_count(); ++i)
-    if (fields.field(i).number() == number) return true;
-  return false;
-}
-
-void sortByNumber(google::protobuf::UnknownFieldSet& fields) {
-  std::vector<int> order(static_cast<size_t>(fields.field_count()));
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return fields.field(a).number() < fields.field(b).number(); });
-  google::protobuf::UnknownFieldSet sorted;
-  for (int i : order) sorted.AddField(fields.field(i));
-  fields.Swap(&sorted);
 }
 
 // ---------------------------------------------------------------------------
@@ -244,8 +213,10 @@ class Stripper {
     size_t payloads = result_.payloads.size();
     scratch_.clear();
     message(bytes, Kind::Node, scratch_, depth);
-    if (result_.payloads.size() == payloads) result_.mainNodes.add(field, std::nullopt);
-    else result_.mainNodes.add(field, scratch_);
+    if (result_.payloads.size() == payloads)
+      result_.mainNodes.add(field, std::nullopt);
+    else
+      result_.mainNodes.add(field, scratch_);
     // The loader reads the node again; until then its pages need not stay.
     source_->releaseBefore(bytes.data() + bytes.size());
   }

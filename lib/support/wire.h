@@ -36,9 +36,9 @@ struct Field {
   uint32_t number = 0;
   WireType type = WireType::Varint;
   const char* begin = nullptr;  // first byte of the tag
-  const char* end = nullptr;    // one past the value
-  uint64_t varint = 0;          // the value, for Varint
-  std::string_view payload;     // the value, for Len (and the raw bytes of fixed-width values)
+  const char* end = nullptr;  // one past the value
+  uint64_t varint = 0;  // the value, for Varint
+  std::string_view payload;  // the value, for Len (and the raw bytes of fixed-width values)
 };
 
 // Reads the fields of one message in order. Throws std::runtime_error on bytes
@@ -96,9 +96,9 @@ class MainFields {
   uint32_t number_;  // the GraphProto field
   std::shared_ptr<const Buffer> source_;
   std::vector<std::string_view> graphs_;  // each occurrence of ModelProto.graph, from its first element on
-  bool seen_ = false;                     // an element of the last occurrence was added
-  std::deque<std::string> copies_;        // the elements that held payloads, stripped
-  std::vector<size_t> copyAt_;            // and their indices
+  bool seen_ = false;  // an element of the last occurrence was added
+  std::deque<std::string> copies_;  // the elements that held payloads, stripped
+  std::vector<size_t> copyAt_;  // and their indices
   size_t count_ = 0;
   // The cursor of next().
   size_t graph_ = 0, index_ = 0, copy_ = 0;
@@ -107,7 +107,7 @@ class MainFields {
 };
 
 struct Stripped {
-  std::string bytes;            // the model with large raw_data replaced by placeholders
+  std::string bytes;  // the model with large raw_data replaced by placeholders
   std::vector<Bytes> payloads;  // views into the source buffer, by placeholder index
   // With splitMain: the main graph's nodes and value_info entries, taken out
   // of `bytes`. The loader parses them one at a time instead of all at once
@@ -148,7 +148,8 @@ struct GraphLead {
 };
 // `serialized` must outlive the result; so must the payloads' owners and the
 // lead's pieces.
-Spliced splicePayloads(std::string_view serialized, const std::vector<Bytes>& payloads, const GraphLead* lead = nullptr);
+Spliced splicePayloads(std::string_view serialized, const std::vector<Bytes>& payloads,
+                       const GraphLead* lead = nullptr);
 // The same for a run of GraphProto fields on their own (a batch of nodes).
 Spliced spliceGraphFields(std::string_view fields, const std::vector<Bytes>& payloads);
 

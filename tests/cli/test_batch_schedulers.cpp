@@ -93,13 +93,18 @@ TEST_CASE("shard auto: the index and count each scheduler gives, and what is ref
     });
   };
   // Slurm: --array=0-3, --array=1-8, --array=0-15:4 (IDs 0, 4, 8, 12).
-  auto s = shard(0, {{"SLURM_ARRAY_TASK_ID", "2"}, {"SLURM_ARRAY_TASK_MIN", "0"}, {"SLURM_ARRAY_TASK_MAX", "3"},
+  auto s = shard(0, {{"SLURM_ARRAY_TASK_ID", "2"},
+                     {"SLURM_ARRAY_TASK_MIN", "0"},
+                     {"SLURM_ARRAY_TASK_MAX", "3"},
                      {"SLURM_ARRAY_TASK_COUNT", "4"}});
   CHECK((s.index == 2 && s.count == 4 && s.from == "Slurm"));
   s = shard(8, {{"SLURM_ARRAY_TASK_ID", "1"}, {"SLURM_ARRAY_TASK_MIN", "1"}, {"SLURM_ARRAY_TASK_MAX", "8"}});
   CHECK((s.index == 0 && s.count == 8));
-  s = shard(0, {{"SLURM_ARRAY_TASK_ID", "12"}, {"SLURM_ARRAY_TASK_MIN", "0"}, {"SLURM_ARRAY_TASK_MAX", "12"},
-                {"SLURM_ARRAY_TASK_STEP", "4"}, {"SLURM_ARRAY_TASK_COUNT", "4"}});
+  s = shard(0, {{"SLURM_ARRAY_TASK_ID", "12"},
+                {"SLURM_ARRAY_TASK_MIN", "0"},
+                {"SLURM_ARRAY_TASK_MAX", "12"},
+                {"SLURM_ARRAY_TASK_STEP", "4"},
+                {"SLURM_ARRAY_TASK_COUNT", "4"}});
   CHECK((s.index == 3 && s.count == 4));
   // Kubernetes and GNU parallel need the count.
   s = shard(5, {{"JOB_COMPLETION_INDEX", "4"}});
@@ -109,7 +114,9 @@ TEST_CASE("shard auto: the index and count each scheduler gives, and what is ref
 
   const std::pair<std::map<std::string, std::string>, std::string> refused[] = {
       {{}, "none of SLURM_ARRAY_TASK_ID (Slurm array job), JOB_COMPLETION_INDEX"},
-      {{{"SLURM_ARRAY_TASK_ID", "5"}, {"SLURM_ARRAY_TASK_MIN", "1"}, {"SLURM_ARRAY_TASK_MAX", "7"},
+      {{{"SLURM_ARRAY_TASK_ID", "5"},
+        {"SLURM_ARRAY_TASK_MIN", "1"},
+        {"SLURM_ARRAY_TASK_MAX", "7"},
         {"SLURM_ARRAY_TASK_COUNT", "3"}},
        "a Slurm array that is a list, not a range"},
       {{{"SLURM_ARRAY_TASK_ID", "x"}}, "SLURM_ARRAY_TASK_ID='x' is not a number"},
@@ -120,15 +127,17 @@ TEST_CASE("shard auto: the index and count each scheduler gives, and what is ref
     INFO(says);
     CHECK_THROWS_WITH(shard(0, env), Catch::Contains(says));
   }
-  CHECK_THROWS_WITH(shard(4, {{"JOB_COMPLETION_INDEX", "4"}}), Catch::Contains("Kubernetes task 4 is not below the count 4"));
+  CHECK_THROWS_WITH(shard(4, {{"JOB_COMPLETION_INDEX", "4"}}),
+                    Catch::Contains("Kubernetes task 4 is not below the count 4"));
   CHECK_THROWS_WITH(shard(2, {{"SLURM_ARRAY_TASK_ID", "0"}, {"SLURM_ARRAY_TASK_COUNT", "4"}}),
                     Catch::Contains("--shard auto/2: Slurm says 4 tasks"));
   CHECK_THROWS_WITH(shard(4, {{"PARALLEL_SEQ", "0"}}), Catch::Contains("PARALLEL_SEQ=0 (GNU parallel counts from 1)"));
 
   // On the command line: a usage error, exit 2, before any model is read.
   Workspace w;
-  auto r = run(w.env + "env -u SLURM_ARRAY_TASK_ID -u JOB_COMPLETION_INDEX -u PARALLEL_SEQ graphrw run rules.json "
-                       "models/*.onnx --out-dir out --shard auto");
+  auto r = run(w.env +
+               "env -u SLURM_ARRAY_TASK_ID -u JOB_COMPLETION_INDEX -u PARALLEL_SEQ graphrw run rules.json "
+               "models/*.onnx --out-dir out --shard auto");
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("--shard auto: none of"));
   CHECK(run(w.env + "graphrw run rules.json models/*.onnx --out-dir out --shard auto/0").status == 2);
@@ -150,8 +159,8 @@ TEST_CASE("docs/batch.md's Slurm array script: every model once over the tasks, 
   auto merge = run(w.env + docBlock("merge"));
   INFO(merge.err);
   CHECK(merge.status == 3);
-  CHECK_THAT(merge.err, Catch::Contains("graphrw: 4 shards: converted 6, failed 1") &&
-                            Catch::Contains("broken.onnx: "));
+  CHECK_THAT(merge.err,
+             Catch::Contains("graphrw: 4 shards: converted 6, failed 1") && Catch::Contains("broken.onnx: "));
   w.checkConverted("report.json");
 }
 

@@ -3,8 +3,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
@@ -139,7 +139,8 @@ TEST_CASE("stdin and stdout pipelines", "[cli]") {
 TEST_CASE("convert moves weights to external data and back", "[cli][external]") {
   graphrw::test::TempDir dir;
   auto m = smallModel(dir);
-  auto r = run(bin() + " convert " + q(m) + " -o " + q(dir / "ext.onnx") + " --external-data w.bin --size-threshold 16");
+  auto r =
+      run(bin() + " convert " + q(m) + " -o " + q(dir / "ext.onnx") + " --external-data w.bin --size-threshold 16");
   REQUIRE(r.status == 0);
   CHECK(fs::file_size(dir / "w.bin") == 64);
   CHECK(fs::file_size(dir / "ext.onnx") < fs::file_size(m));
@@ -205,7 +206,8 @@ TEST_CASE("expand from the command line: output name, selectors, report, pipes",
   CHECK_THAT(strict.err, Catch::Contains("expand: selector 'op_type=Nothing' matched no call"));
   CHECK(graphrw::test::readFile(dir / "keep.onnx") == "old");
 
-  auto none = run(bin() + " expand " + q(m) + " -o " + q(dir / "none.onnx") + " --select op_type=Nothing --allow-no-match");
+  auto none =
+      run(bin() + " expand " + q(m) + " -o " + q(dir / "none.onnx") + " --select op_type=Nothing --allow-no-match");
   CHECK(none.status == 0);
   CHECK_THAT(none.err, Catch::Contains("matched no call"));
   CHECK(graphrw::test::readFile(dir / "none.onnx") == graphrw::test::readFile(m));
@@ -234,8 +236,9 @@ TEST_CASE("expand from the command line: output name, selectors, report, pipes",
 TEST_CASE("run: a rule file gives what the equivalent command gives", "[cli][rules]") {
   graphrw::test::TempDir dir;
   auto m = smallModel(dir);
-  graphrw::test::writeFile(dir / "inline.rules.json",
-                           R"({"version": 1, "passes": [{"pass": "expand", "select": {"op_type": "Layer", "domain": "local"}}]})");
+  graphrw::test::writeFile(
+      dir / "inline.rules.json",
+      R"({"version": 1, "passes": [{"pass": "expand", "select": {"op_type": "Layer", "domain": "local"}}]})");
   auto byRules = run(bin() + " run " + q(dir / "inline.rules.json") + " " + q(m));
   REQUIRE(byRules.status == 0);
   auto byCommand = run(bin() + " expand " + q(m) + " --select op_type=Layer,domain=local -o " + q(dir / "cmd.onnx"));
@@ -254,7 +257,8 @@ TEST_CASE("run: a bad rule file fails before the model is read, nothing written"
   auto m = smallModel(dir);
   graphrw::test::writeFile(dir / "bad.json", "{\n  \"version\": 1,\n  \"passes\": [{\"pass\": \"expnd\"}]\n}\n");
   graphrw::test::writeFile(dir / "out.onnx", "old");
-  auto r = run(bin() + " run " + q(dir / "bad.json") + " " + q(dir / "no-such-model.onnx") + " -o " + q(dir / "out.onnx"));
+  auto r =
+      run(bin() + " run " + q(dir / "bad.json") + " " + q(dir / "no-such-model.onnx") + " -o " + q(dir / "out.onnx"));
   CHECK(r.status == 2);
   CHECK(lines(r.err) == 1);
   CHECK_THAT(r.err, Catch::Contains("bad.json:3: /passes/0/pass: unknown pass 'expnd' (did you mean 'expand'?)"));
@@ -279,8 +283,10 @@ std::vector<fs::path> batchInputs(const graphrw::test::TempDir& dir) {
   std::vector<fs::path> inputs;
   for (int i = 1; i <= 5; ++i) {
     fs::path p = dir / "in" / ("m" + std::to_string(i) + ".onnx");
-    std::string command = GRAPHRW_GEN_BERT;  // (one string grown in place: GCC 12's -Warray-bounds misreads a chain of +)
-    command += " -o " + q(p) + " --layers 1 --hidden 16 --heads 2 --intermediate 32 --vocab 50 --seq 4 --batch 1 --seed ";
+    std::string command =
+        GRAPHRW_GEN_BERT;  // (one string grown in place: GCC 12's -Warray-bounds misreads a chain of +)
+    command +=
+        " -o " + q(p) + " --layers 1 --hidden 16 --heads 2 --intermediate 32 --vocab 50 --seq 4 --batch 1 --seed ";
     command += std::to_string(i);
     auto r = run(command);
     REQUIRE(r.status == 0);
@@ -303,7 +309,8 @@ TEST_CASE("run over many models: one broken model does not stop the others", "[c
   graphrw::test::TempDir dir;
   auto inputs = batchInputs(dir);
   std::string rules = std::string(GRAPHRW_SOURCE_DIR) + "/examples/expand-bert.rules.json";
-  auto r = run(bin() + " run " + q(rules) + joined(inputs) + " --out-dir " + q(dir / "out") + " --report " + q(dir / "report.json"));
+  auto r = run(bin() + " run " + q(rules) + joined(inputs) + " --out-dir " + q(dir / "out") + " --report " +
+               q(dir / "report.json"));
   CHECK(r.status == 3);
   CHECK_THAT(r.err, Catch::Contains("converted 5, failed 1"));
   CHECK_THAT(r.err, Catch::Contains("broken.onnx: not an ONNX model"));
@@ -377,7 +384,8 @@ TEST_CASE("pipeline flags: --dry-run, --stop-after, --print-ir-after", "[cli][ru
   CHECK(report["passes"][1]["schema_ops_expanded"]["LayerNormalization"] == 5);
 
   // Stopping after the first pass gives what the first pass alone gives.
-  REQUIRE(run(bin() + " run " + q(rules) + " " + q(model) + " -o " + q(dir / "stop.onnx") + " --stop-after 1").status == 0);
+  REQUIRE(run(bin() + " run " + q(rules) + " " + q(model) + " -o " + q(dir / "stop.onnx") + " --stop-after 1").status ==
+          0);
   REQUIRE(run(bin() + " expand " + q(model) + " -o " + q(dir / "first.onnx") +
               " --select op_type=BertLayer --select op_type=BertAttention --select op_type=BertSelfAttention")
               .status == 0);
@@ -412,13 +420,15 @@ TEST_CASE("run over many models draws a progress bar on a terminal", "[cli][batc
   CHECK_THAT(r.out, Catch::Contains("in/m1.onnx"));
   CHECK_THAT(r.out, !Catch::Contains("[1/6]"));  // no per-model lines on a terminal
   // The failure on a line of its own, naming the model once; then the summary.
-  CHECK_THAT(r.out, Catch::Contains("\033[Kgraphrw: error: " + (dir / "in" / "broken.onnx").string() + ": not an ONNX model"));
+  CHECK_THAT(r.out,
+             Catch::Contains("\033[Kgraphrw: error: " + (dir / "in" / "broken.onnx").string() + ": not an ONNX model"));
   CHECK_THAT(r.out, Catch::Contains("graphrw: converted 5, failed 1, 0 warnings in 0 models, "));
 }
 
 TEST_CASE("payloads copied file to file and file to pipe give identical bytes", "[cli][writer]") {
   graphrw::test::TempDir dir;
-  auto gen = run(std::string(GRAPHRW_GEN_BERT) + " -o " + q(dir / "big.onnx") + " --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 2000");
+  auto gen = run(std::string(GRAPHRW_GEN_BERT) + " -o " + q(dir / "big.onnx") +
+                 " --layers 1 --hidden 64 --heads 2 --intermediate 128 --vocab 2000");
   REQUIRE(gen.status == 0);
   // To a file: copy_file_range. To a pipe: sendfile. Both from the mapped input's descriptor.
   REQUIRE(run(bin() + " convert " + q(dir / "big.onnx") + " -o " + q(dir / "file.onnx")).status == 0);
@@ -427,8 +437,11 @@ TEST_CASE("payloads copied file to file and file to pipe give identical bytes", 
   CHECK(graphrw::test::readFile(dir / "file.onnx") == original);
   CHECK(graphrw::test::readFile(dir / "pipe.onnx") == original);
   // External data written beside the output comes from the mapping the same way.
-  REQUIRE(run(bin() + " convert " + q(dir / "big.onnx") + " -o " + q(dir / "ext.onnx") + " --external-data w.bin").status == 0);
-  REQUIRE(run(bin() + " convert " + q(dir / "ext.onnx") + " -o - --embed-external-data | cat > " + q(dir / "back.onnx")).status == 0);
+  REQUIRE(
+      run(bin() + " convert " + q(dir / "big.onnx") + " -o " + q(dir / "ext.onnx") + " --external-data w.bin").status ==
+      0);
+  REQUIRE(run(bin() + " convert " + q(dir / "ext.onnx") + " -o - --embed-external-data | cat > " + q(dir / "back.onnx"))
+              .status == 0);
   CHECK(graphrw::test::readFile(dir / "back.onnx") == original);
 }
 
@@ -468,7 +481,9 @@ TEST_CASE("usage errors suggest the command or flag meant and point at that comm
   CHECK(quiet.err.empty());
 }
 
-TEST_CASE("inspect counts ops in every graph (functions, If branches, callees once) and lists checkpoints once per graph", "[cli]") {
+TEST_CASE(
+    "inspect counts ops in every graph (functions, If branches, callees once) and lists checkpoints once per graph",
+    "[cli]") {
   graphrw::test::TempDir dir;
   // Two Calls carry copies of callee 'layer' (PopART builds it once), each
   // with a checkpoint inside; a function body and an If branch hold Dropouts.
@@ -501,8 +516,8 @@ Block (x) => (y) {
   auto j = nlohmann::json::parse(r.out);
   std::map<std::string, size_t> ops;
   for (const auto& op : j["ops"]) ops[op["op_type"].get<std::string>()] = op["count"].get<size_t>();
-  CHECK(ops["Dropout"] == 2);   // the function's and the then branch's
-  CHECK(ops["Relu"] == 1);      // the callee, once for its two copies
+  CHECK(ops["Dropout"] == 2);  // the function's and the then branch's
+  CHECK(ops["Relu"] == 1);  // the callee, once for its two copies
   CHECK(ops["Identity"] == 2);  // the callee's checkpoint and the else branch
   CHECK(ops["Call"] == 2);
   CHECK(ops["If"] == 1);
@@ -533,8 +548,8 @@ TEST_CASE("batch: every warning names its model, per-model counts and a summary 
   graphrw::test::writeFile(dir / "r.json", R"({"version": 1, "passes": [{"pass": "replace", "allow_no_match": true,
     "replacements": [{"select": {"op_type": "Gelu"}, "with": "Relu"}]}]})");
   auto started = std::chrono::steady_clock::now();
-  auto r = run(bin() + " run " + q(dir / "r.json") + joined(inputs) + " --out-dir " + q(dir / "out") + " -j 2 --report " +
-               q(dir / "report.json"));
+  auto r = run(bin() + " run " + q(dir / "r.json") + joined(inputs) + " --out-dir " + q(dir / "out") +
+               " -j 2 --report " + q(dir / "report.json"));
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   CHECK(r.status == 0);
   for (const auto& in : inputs) {
@@ -621,7 +636,8 @@ g (float[1] X) => (float[1] Y) {
   check(dir / "a.onnx", dir / "w.bin", {"B", "C", "D"});
   // A threshold of 50,000 bytes moves D only.
   REQUIRE(run(bin() + " convert " + q(dir / "m.onnx") + " --external-data big.bin --size-threshold 50000 -o " +
-              q(dir / "b.onnx")).status == 0);
+              q(dir / "b.onnx"))
+              .status == 0);
   check(dir / "b.onnx", dir / "big.bin", {"D"});
   // And back into the model, the same bytes as the original.
   REQUIRE(run(bin() + " convert " + q(dir / "a.onnx") + " --embed-external-data -o " + q(dir / "c.onnx")).status == 0);
@@ -633,8 +649,8 @@ TEST_CASE("quiet: -q silences the terminal only: the report is the same, warning
   auto inputs = batchInputs(dir);
   graphrw::test::writeFile(dir / "warn.json", R"({"version": 1, "passes": [
     {"pass": "checkpoint", "after": [{"op_type": "Dropout"}], "allow_no_match": true}]})");
-  auto loud = run(bin() + " run " + q(dir / "warn.json") + joined(inputs) + " --out-dir " + q(dir / "a") + " --report " +
-                  q(dir / "a.json"));
+  auto loud = run(bin() + " run " + q(dir / "warn.json") + joined(inputs) + " --out-dir " + q(dir / "a") +
+                  " --report " + q(dir / "a.json"));
   auto quiet = run(bin() + " -q run " + q(dir / "warn.json") + joined(inputs) + " --out-dir " + q(dir / "b") +
                    " --report " + q(dir / "b.json"));
   CHECK(loud.status == 3);  // the broken model
@@ -680,7 +696,8 @@ TEST_CASE("passes that changed nothing: a summary line, --strict makes them an e
   CHECK_THAT(strict.err, Catch::Contains("error: --strict: a pass changed nothing: outline (0 matched)"));
   CHECK(graphrw::test::readFile(dir / "keep.onnx") == "old");
   // A pass that changed something passes --strict.
-  CHECK(run(bin() + " outline " + example + " --select 'scope=/encoder/layer.*' --strict -o " + q(dir / "p.onnx")).status == 0);
+  CHECK(run(bin() + " outline " + example + " --select 'scope=/encoder/layer.*' --strict -o " + q(dir / "p.onnx"))
+            .status == 0);
 
   // A batch: one summary line per pass that changed nothing, in the report too; --strict fails those models.
   auto inputs = batchInputs(dir);
@@ -688,16 +705,16 @@ TEST_CASE("passes that changed nothing: a summary line, --strict makes them an e
   graphrw::test::writeFile(dir / "idle.json", R"({"version": 1, "passes": [
     {"pass": "checkpoint", "after": [{"op_type": "MatMul"}]},
     {"pass": "checkpoint", "after": [{"op_type": "Dropout"}], "allow_no_match": true}]})");
-  auto batch = run(bin() + " run " + q(dir / "idle.json") + joined(inputs) + " --out-dir " + q(dir / "a") + " --report " +
-                   q(dir / "a.json"));
+  auto batch = run(bin() + " run " + q(dir / "idle.json") + joined(inputs) + " --out-dir " + q(dir / "a") +
+                   " --report " + q(dir / "a.json"));
   CHECK(batch.status == 0);
   CHECK_THAT(batch.err, Catch::Contains("graphrw: changed nothing: checkpoint in 5 models"));
   auto report = nlohmann::json::parse(graphrw::test::readFile(dir / "a.json"));
   CHECK(report["summary"]["unchanged_passes"] == nlohmann::json{{"checkpoint", 5}});
   CHECK(report["models"][0]["unchanged_passes"] == nlohmann::json::array({"checkpoint"}));
   CHECK(report["models"][0]["passes"][0]["changed"] == true);
-  auto strictBatch = run(bin() + " run " + q(dir / "idle.json") + joined(inputs) + " --out-dir " + q(dir / "b") +
-                         " --strict");
+  auto strictBatch =
+      run(bin() + " run " + q(dir / "idle.json") + joined(inputs) + " --out-dir " + q(dir / "b") + " --strict");
   CHECK(strictBatch.status == 3);
   CHECK_THAT(strictBatch.err, Catch::Contains("converted 0, failed 5") &&
                                   Catch::Contains("--strict: a pass changed nothing: checkpoint (0 matched)"));
@@ -711,9 +728,10 @@ TEST_CASE("completion: bash completes commands, completion's shells, each option
   graphrw::test::writeFile(dir / "c.bash", script.out);
   // What bash offers for the words typed so far (the last one being completed).
   auto complete = [&](const std::string& words) {
-    graphrw::test::writeFile(dir / "t.bash", "source " + q(dir / "c.bash") + "\nCOMP_WORDS=(" + words +
-                                                  ")\nCOMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))\n_graphrw\n"
-                                                  "[ ${#COMPREPLY[@]} -gt 0 ] && printf '%s\\n' \"${COMPREPLY[@]}\"\nexit 0\n");
+    graphrw::test::writeFile(dir / "t.bash",
+                             "source " + q(dir / "c.bash") + "\nCOMP_WORDS=(" + words +
+                                 ")\nCOMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))\n_graphrw\n"
+                                 "[ ${#COMPREPLY[@]} -gt 0 ] && printf '%s\\n' \"${COMPREPLY[@]}\"\nexit 0\n");
     auto r = run("bash " + q(dir / "t.bash"));
     REQUIRE(r.status == 0);
     return r.out;
@@ -736,8 +754,9 @@ TEST_CASE("completion: bash completes commands, completion's shells, each option
   // zsh: flags take no value, each option once per command, and the script parses.
   auto zsh = run(bin() + " completion zsh");
   REQUIRE(zsh.status == 0);
-  CHECK_THAT(zsh.out, Catch::Contains("'--json[Print JSON]' \\\n") && Catch::Contains("'-q[Only errors on stderr]' \\\n") &&
-                          Catch::Contains("'--rtol[Relative tolerance") && !Catch::Contains("'--json[Print JSON]:value:"));
+  CHECK_THAT(zsh.out,
+             Catch::Contains("'--json[Print JSON]' \\\n") && Catch::Contains("'-q[Only errors on stderr]' \\\n") &&
+                 Catch::Contains("'--rtol[Relative tolerance") && !Catch::Contains("'--json[Print JSON]:value:"));
   std::istringstream zshLines(zsh.out);
   std::map<std::string, int> specs;  // per command section
   std::string section;

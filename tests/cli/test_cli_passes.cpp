@@ -1,8 +1,8 @@
 // End-to-end: the replace, checkpoint and outline subcommands and their rule-file forms.
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <map>
@@ -77,7 +77,8 @@ TEST_CASE("replace from the command line and its rule file, bad rules write noth
   writeProto(seedM2(), dir / "m2.onnx");
   auto r = run(bin() + " replace " + q(dir / "m2.onnx") +
                " --select op_type=LayerNormalization --with ai.graphcore::GroupNormalization --set num_groups=1"
-               " --set __schedule_priority=1 --report " + q(dir / "report.json"));
+               " --set __schedule_priority=1 --report " +
+               q(dir / "report.json"));
   REQUIRE(r.status == 0);
   auto out = readProto(dir / "m2.replaced.onnx");
   bool found = false;
@@ -90,7 +91,8 @@ TEST_CASE("replace from the command line and its rule file, bad rules write noth
     }
   CHECK(found);
   auto report = nlohmann::json::parse(readFile(dir / "report.json"));
-  CHECK(report["passes"][0]["replacements"][0]["replaced"]["ai.onnx::LayerNormalization -> ai.graphcore::GroupNormalization"] == 1);
+  CHECK(report["passes"][0]["replacements"][0]["replaced"]
+              ["ai.onnx::LayerNormalization -> ai.graphcore::GroupNormalization"] == 1);
   CHECK(run(bin() + " validate " + q(dir / "m2.replaced.onnx")).status == 0);
 
   writeFile(dir / "gn.rules.json", R"({"version": 1, "passes": [{"pass": "replace", "replacements": [
@@ -100,7 +102,8 @@ TEST_CASE("replace from the command line and its rule file, bad rules write noth
   CHECK(readFile(dir / "m2.gn.onnx") == readFile(dir / "m2.replaced.onnx"));
 
   // A template from a file next to the rule file.
-  writeFile(dir / "drop.onnxtxt", "<domain: \"t\", opset_import: [\"\" : 17]>\nNoDrop (x, r) => (y) {\n  y = Identity (x)\n}\n");
+  writeFile(dir / "drop.onnxtxt",
+            "<domain: \"t\", opset_import: [\"\" : 17]>\nNoDrop (x, r) => (y) {\n  y = Identity (x)\n}\n");
   writeFile(dir / "t.rules.json", R"({"version": 1, "passes": [{"pass": "replace", "replacements": [
     {"select": {"op_type": "Dropout"}, "template_file": "drop.onnxtxt"}]}]})");
   auto t = run(bin() + " run " + q(dir / "t.rules.json") + " " + q(dir / "m2.onnx") + " -o " + q(dir / "t.onnx"));
@@ -111,31 +114,37 @@ TEST_CASE("replace from the command line and its rule file, bad rules write noth
   CHECK(readFile(dir / "t.onnx") == readFile(dir / "t2.onnx"));
 
   writeFile(dir / "keep.onnx", "old");
-  auto unknown = run(bin() + " replace " + q(dir / "m2.onnx") + " --select op_type=Dropout --with Dropuot -o " + q(dir / "keep.onnx"));
+  auto unknown = run(bin() + " replace " + q(dir / "m2.onnx") + " --select op_type=Dropout --with Dropuot -o " +
+                     q(dir / "keep.onnx"));
   CHECK(unknown.status == 2);
   CHECK(lines(unknown.err) == 1);
   CHECK_THAT(unknown.err, Catch::Contains("--with Dropuot: ai.onnx has no op 'Dropuot' (did you mean 'Dropout'?)"));
-  auto badAttr = run(bin() + " replace " + q(dir / "m2.onnx") + " --select op_type=Relu --with LeakyRelu --set alpah=0.1 -o " + q(dir / "keep.onnx"));
+  auto badAttr = run(bin() + " replace " + q(dir / "m2.onnx") +
+                     " --select op_type=Relu --with LeakyRelu --set alpah=0.1 -o " + q(dir / "keep.onnx"));
   CHECK(badAttr.status == 2);
   CHECK_THAT(badAttr.err, Catch::Contains("has no attribute 'alpah' (did you mean 'alpha'?)"));
   auto arity = run(bin() + " replace " + q(dir / "m2.onnx") + " --select op_type=LayerNormalization --template " +
                    q(dir / "drop.onnxtxt") + " -o " + q(dir / "keep.onnx"));
   CHECK(arity.status == 2);
   CHECK_THAT(arity.err, Catch::Contains("template NoDrop takes 2 inputs"));
-  writeFile(dir / "bad.rules.json", "{\"version\": 1, \"passes\": [{\"pass\": \"replace\", \"replacements\": [\n"
-                                    "  {\"select\": {\"op_type\": \"Relu\"}, \"with\": \"LeakyRelu\", \"set\": {\"alpah\": 0}}]}]}");
-  auto badRule = run(bin() + " run " + q(dir / "bad.rules.json") + " " + q(dir / "m2.onnx") + " -o " + q(dir / "keep.onnx"));
+  writeFile(dir / "bad.rules.json",
+            "{\"version\": 1, \"passes\": [{\"pass\": \"replace\", \"replacements\": [\n"
+            "  {\"select\": {\"op_type\": \"Relu\"}, \"with\": \"LeakyRelu\", \"set\": {\"alpah\": 0}}]}]}");
+  auto badRule =
+      run(bin() + " run " + q(dir / "bad.rules.json") + " " + q(dir / "m2.onnx") + " -o " + q(dir / "keep.onnx"));
   CHECK(badRule.status == 2);
   CHECK_THAT(badRule.err, Catch::Contains("bad.rules.json:2: /passes/0/replacements/0: node 'dense_1/Relu'"));
   CHECK(readFile(dir / "keep.onnx") == "old");
   // ONNX's checker warns on stderr about ops once experimental in ai.onnx (Scale), whatever
   // their domain; graphrw keeps that out of its output.
-  REQUIRE(run(bin() + " replace " + q(dir / "m2.onnx") + " --select op_type=Relu --with ai.graphcore::Scale --set scale=2 -o " +
-              q(dir / "scale.onnx")).status == 0);
+  REQUIRE(run(bin() + " replace " + q(dir / "m2.onnx") +
+              " --select op_type=Relu --with ai.graphcore::Scale --set scale=2 -o " + q(dir / "scale.onnx"))
+              .status == 0);
   auto scaleValid = run(bin() + " validate " + q(dir / "scale.onnx"));
   CHECK(scaleValid.status == 0);
   CHECK(scaleValid.err.empty());
-  auto unknownOk = run(bin() + " replace " + q(dir / "m2.onnx") + " --select op_type=Dropout --with my.ops::Drop --allow-unknown-op -o " + q(dir / "u.onnx"));
+  auto unknownOk = run(bin() + " replace " + q(dir / "m2.onnx") +
+                       " --select op_type=Dropout --with my.ops::Drop --allow-unknown-op -o " + q(dir / "u.onnx"));
   CHECK(unknownOk.status == 0);
   auto unknownOut = readProto(dir / "u.onnx");
   size_t drops = 0;
@@ -157,12 +166,16 @@ TEST_CASE("outline from the command line and its rule file, expand undoes call m
   auto report = nlohmann::json::parse(r.out);
   CHECK(report["passes"][0]["distinct_bodies"] == 1);
   CHECK(run(bin() + " validate " + q(dir / "o.onnx")).status == 0);
-  auto again = run(bin() + " outline " + q(dir / "e.onnx") + " --select 'scope=/encoder/layer.*' -o " + q(dir / "o2.onnx"));
+  auto again =
+      run(bin() + " outline " + q(dir / "e.onnx") + " --select 'scope=/encoder/layer.*' -o " + q(dir / "o2.onnx"));
   REQUIRE(again.status == 0);
   CHECK(readFile(dir / "o.onnx") == readFile(dir / "o2.onnx"));
 
-  writeFile(dir / "o.rules.json", R"({"version": 1, "passes": [{"pass": "outline", "select": {"scope": "/encoder/layer.*"}}]})");
-  REQUIRE(run(bin() + " run " + q(dir / "o.rules.json") + " " + q(dir / "e.onnx") + " -o " + q(dir / "o3.onnx")).status == 0);
+  writeFile(dir / "o.rules.json",
+            R"({"version": 1, "passes": [{"pass": "outline", "select": {"scope": "/encoder/layer.*"}}]})");
+  REQUIRE(
+      run(bin() + " run " + q(dir / "o.rules.json") + " " + q(dir / "e.onnx") + " -o " + q(dir / "o3.onnx")).status ==
+      0);
   CHECK(readFile(dir / "o3.onnx") == readFile(dir / "o.onnx"));
 
   // The pipeline of the seed's real caller, in one rule file: expand, outline, checkpoint.
@@ -171,10 +184,14 @@ TEST_CASE("outline from the command line and its rule file, expand undoes call m
     {"pass": "checkpoint", "after": {"scope": "/encoder/layer.*"}},
     {"pass": "outline", "select": {"scope": "/encoder/layer.*"}, "mode": "function"}
   ]})");
-  REQUIRE(run(bin() + " run " + q(dir / "ipu.rules.json") + " " + q(dir / "bert.onnx") + " -o " + q(dir / "ipu.onnx")).status == 0);
-  CHECK(run("node " GRAPHRW_ORT_DIR "/ort.js compare " + q(dir / "bert.onnx") + " " + q(dir / "ipu.onnx") + " --int-max 2").status == 0);
+  REQUIRE(run(bin() + " run " + q(dir / "ipu.rules.json") + " " + q(dir / "bert.onnx") + " -o " + q(dir / "ipu.onnx"))
+              .status == 0);
+  CHECK(run("node " GRAPHRW_ORT_DIR "/ort.js compare " + q(dir / "bert.onnx") + " " + q(dir / "ipu.onnx") +
+            " --int-max 2")
+            .status == 0);
 
-  auto attrs = run(bin() + " outline " + q(dir / "e.onnx") + " --select 'scope=/encoder/layer.*' --mode attributes --key stage=enc -o " + q(dir / "a.onnx"));
+  auto attrs = run(bin() + " outline " + q(dir / "e.onnx") +
+                   " --select 'scope=/encoder/layer.*' --mode attributes --key stage=enc -o " + q(dir / "a.onnx"));
   REQUIRE(attrs.status == 0);
   CHECK_THAT(run(bin() + " inspect " + q(dir / "a.onnx")).out, Catch::Contains("__outline (STRINGS)"));
   auto noKey = run(bin() + " outline " + q(dir / "e.onnx") + " --select 'scope=/encoder/layer.*' --mode attributes");
@@ -184,7 +201,8 @@ TEST_CASE("outline from the command line and its rule file, expand undoes call m
   CHECK(!fs::exists(dir / "none.onnx"));
 }
 
-TEST_CASE("opset, set-shapes and fold from the command line: a pipe, exit 5 listing every node, files untouched", "[cli][opset]") {
+TEST_CASE("opset, set-shapes and fold from the command line: a pipe, exit 5 listing every node, files untouched",
+          "[cli][opset]") {
   TempDir dir;
   writeProto(parseModel(R"(
 <ir_version: 8, opset_import: ["" : 15]>
@@ -199,7 +217,8 @@ g (float[batch, 3] x, float[3, 4] w) => (float[batch, 4] y, float[batch, 3] s) {
   auto refused = run(bin() + " opset " + q(dir / "m.onnx") + " --to 11 -o " + q(dir / "keep.onnx"));
   CHECK(refused.status == 5);
   CHECK(lines(refused.err) == 1);
-  CHECK_THAT(refused.err, Catch::Contains("1 node has no form at ai.onnx 11: the node producing 'y' (ai.onnx::Einsum)"));
+  CHECK_THAT(refused.err,
+             Catch::Contains("1 node has no form at ai.onnx 11: the node producing 'y' (ai.onnx::Einsum)"));
   CHECK(readFile(dir / "keep.onnx") == "old");
 
   writeProto(parseModel(R"(
@@ -228,7 +247,8 @@ g (float[batch, 3] x) => (float[batch, 3] s, int64[1] t) {
   CHECK_THAT(range.err, Catch::Contains("outside the versions graphrw converts (7..17)"));
 }
 
-TEST_CASE("rule files and command lines are checked whole before a model is read: target ops, schema ops", "[cli][rules]") {
+TEST_CASE("rule files and command lines are checked whole before a model is read: target ops, schema ops",
+          "[cli][rules]") {
   using graphrw::test::run;
   std::string g = graphrw::test::graphrwBin();
   graphrw::test::TempDir dir;
@@ -236,12 +256,15 @@ TEST_CASE("rule files and command lines are checked whole before a model is read
   graphrw::test::writeFile(dir / "typo.rules.json",
                            R"({"version": 1, "passes": [{"pass": "replace", "allow_no_match": true, "replacements": [)"
                            R"({"select": {"op_type": "Dropout"}, "with": "Identiy"}]}]})");
-  auto typo = run(g + " run " + (dir / "typo.rules.json").string() + " " + example + " -o " + (dir / "o.onnx").string());
+  auto typo =
+      run(g + " run " + (dir / "typo.rules.json").string() + " " + example + " -o " + (dir / "o.onnx").string());
   CHECK(typo.status == 2);
-  CHECK_THAT(typo.err, Catch::Contains("/passes/0/replacements/0/with: ai.onnx has no op 'Identiy' (did you mean 'Identity'?)"));
+  CHECK_THAT(typo.err,
+             Catch::Contains("/passes/0/replacements/0/with: ai.onnx has no op 'Identiy' (did you mean 'Identity'?)"));
   auto unknown = run(g + " expand " + example + " --schema-ops LayerNormalizaton -o " + (dir / "o.onnx").string());
   CHECK(unknown.status == 2);
-  CHECK_THAT(unknown.err, Catch::Contains("ai.onnx has no op 'LayerNormalizaton' (did you mean 'LayerNormalization'?)"));
+  CHECK_THAT(unknown.err,
+             Catch::Contains("ai.onnx has no op 'LayerNormalizaton' (did you mean 'LayerNormalization'?)"));
   auto nobody = run(g + " expand " + example + " --schema-ops Relu -o " + (dir / "o.onnx").string());
   CHECK(nobody.status == 2);
   CHECK_THAT(nobody.err, Catch::Contains("Relu has no function body"));
@@ -257,7 +280,8 @@ TEST_CASE("rule files and command lines are checked whole before a model is read
   }
 }
 
-TEST_CASE("validate: a function with Shape called at two shapes is valid (ONNX 1.12's data-propagation bug)", "[cli][validate]") {
+TEST_CASE("validate: a function with Shape called at two shapes is valid (ONNX 1.12's data-propagation bug)",
+          "[cli][validate]") {
   auto m = graphrw::test::parseModel(R"(
 <ir_version: 8, opset_import: ["" : 15, "local" : 1]>
 g (float[2, 3] x, float[4, 5] z) => (float[2, 3] a, float[4, 5] b) {
@@ -292,9 +316,10 @@ TEST_CASE("the README's worked example, command by command", "[cli][readme]") {
   fs::path example = fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "bert-tiny.onnx";
   auto inspect = run(bin() + " inspect " + q(example));
   REQUIRE(inspect.status == 0);
-  CHECK_THAT(inspect.out, Catch::Contains("functions: 3\n  transformers.models.bert::BertSelfAttention  22 nodes, 1 calls\n"
-                                          "  transformers.models.bert::BertAttention  5 nodes, 1 calls\n"
-                                          "  transformers.models.bert::BertLayer  15 nodes, 2 calls\n"));
+  CHECK_THAT(inspect.out,
+             Catch::Contains("functions: 3\n  transformers.models.bert::BertSelfAttention  22 nodes, 1 calls\n"
+                             "  transformers.models.bert::BertAttention  5 nodes, 1 calls\n"
+                             "  transformers.models.bert::BertLayer  15 nodes, 2 calls\n"));
   auto expand = run(bin() + " expand " + q(example) + " --report - -o " + q(dir / "bert-tiny.expanded.onnx"));
   REQUIRE(expand.status == 0);
   auto report = json::parse(expand.out);
@@ -304,8 +329,8 @@ TEST_CASE("the README's worked example, command by command", "[cli][readme]") {
   CHECK(valid.status == 0);
   CHECK_THAT(valid.out, Catch::EndsWith("bert-tiny.expanded.onnx: valid\n"));
 
-  auto ipu = run(bin() + " run " + q(fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "popart.rules.json") + " " + q(example) +
-                 " -o " + q(dir / "bert-tiny.ipu.onnx"));
+  auto ipu = run(bin() + " run " + q(fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "popart.rules.json") + " " +
+                 q(example) + " -o " + q(dir / "bert-tiny.ipu.onnx"));
   REQUIRE(ipu.status == 0);
   auto j = json::parse(run(bin() + " inspect --json " + q(dir / "bert-tiny.ipu.onnx")).out);
   size_t calls = 0;
@@ -324,8 +349,9 @@ TEST_CASE("the README's worked example, command by command", "[cli][readme]") {
 TEST_CASE("the io benchmark's training-mode PopART preparation on the example", "[cli][legalize][bench]") {
   TempDir dir;
   const fs::path example = fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "bert-tiny.onnx";
-  auto training = run(bin() + " run " + q(fs::path(GRAPHRW_SOURCE_DIR) / "bench" / "rules" / "popart-prep-training.rules.json") +
-                      " " + q(example) + " --report - -o " + q(dir / "bert-tiny.training.onnx"));
+  auto training =
+      run(bin() + " run " + q(fs::path(GRAPHRW_SOURCE_DIR) / "bench" / "rules" / "popart-prep-training.rules.json") +
+          " " + q(example) + " --report - -o " + q(dir / "bert-tiny.training.onnx"));
   REQUIRE(training.status == 0);
   auto passes = json::parse(training.out)["passes"];
   CHECK(passes[1]["matched"] == 2);
@@ -333,7 +359,8 @@ TEST_CASE("the io benchmark's training-mode PopART preparation on the example", 
   CHECK(run(bin() + " validate --target popart " + q(dir / "bert-tiny.training.onnx")).status == 0);
 }
 
-TEST_CASE("expand --exclude keeps the excluded calls, outline --domain names the functions' domain", "[cli][expand][outline]") {
+TEST_CASE("expand --exclude keeps the excluded calls, outline --domain names the functions' domain",
+          "[cli][expand][outline]") {
   TempDir dir;
   fs::path example = fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "bert-tiny.onnx";
   auto r = run(bin() + " expand " + q(example) + " --select op_type=BertLayer --exclude name=/encoder/layer.1 -o " +
@@ -345,8 +372,8 @@ TEST_CASE("expand --exclude keeps the excluded calls, outline --domain names the
     if (n.op_type() == "BertLayer") layers.push_back(n.name());
   CHECK(layers == std::vector<std::string>{"/encoder/layer.1"});
 
-  auto o = run(bin() + " outline " + q(dir / "e.onnx") + " --select op_type=Softmax --mode function --domain my.blocks -o " +
-               q(dir / "o.onnx"));
+  auto o = run(bin() + " outline " + q(dir / "e.onnx") +
+               " --select op_type=Softmax --mode function --domain my.blocks -o " + q(dir / "o.onnx"));
   REQUIRE(o.status == 0);
   auto outlined = readProto(dir / "o.onnx");
   size_t inDomain = 0;
@@ -362,8 +389,8 @@ TEST_CASE("report fields agree with the models read and written", "[cli][report]
   fs::path example = fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "bert-tiny.onnx";
   REQUIRE(run(bin() + " expand " + q(example) + " -o " + q(dir / "x.onnx")).status == 0);
   // Checkpoints after every LayerNormalization; the last one's output is the graph output.
-  auto r = run(bin() + " checkpoint " + q(dir / "x.onnx") + " --after op_type=LayerNormalization -o " + q(dir / "c.onnx") +
-               " --report " + q(dir / "report.json"));
+  auto r = run(bin() + " checkpoint " + q(dir / "x.onnx") + " --after op_type=LayerNormalization -o " +
+               q(dir / "c.onnx") + " --report " + q(dir / "report.json"));
   REQUIRE(r.status == 0);
   auto report = json::parse(readFile(dir / "report.json"));
   CHECK(report["model"] == (dir / "x.onnx").string());
@@ -398,9 +425,11 @@ g (float[2,4] x, float[4] s) => (float[2,4] y, float[2,4] z) {
   y = LayerNormalization (h, s)
   z = Add (y, h)
 }
-)"), dir / "small.onnx");
-  REQUIRE(run(bin() + " checkpoint " + q(dir / "small.onnx") + " --after op_type=LayerNormalization -o " + q(dir / "sc.onnx") +
-              " --report " + q(dir / "small.json")).status == 0);
+)"),
+             dir / "small.onnx");
+  REQUIRE(run(bin() + " checkpoint " + q(dir / "small.onnx") + " --after op_type=LayerNormalization -o " +
+              q(dir / "sc.onnx") + " --report " + q(dir / "small.json"))
+              .status == 0);
   const auto small = json::parse(readFile(dir / "small.json"))["passes"][0];
   auto sc = readProto(dir / "sc.onnx");
   std::set<std::string> produced;
@@ -413,7 +442,8 @@ g (float[2,4] x, float[4] s) => (float[2,4] y, float[2,4] z) {
   CHECK(sc.graph().node_size() == 4);
 }
 
-TEST_CASE("fold without a usable TMPDIR keeps large results in memory, says so once, and writes them whole", "[cli][fold]") {
+TEST_CASE("fold without a usable TMPDIR keeps large results in memory, says so once, and writes them whole",
+          "[cli][fold]") {
   // Two Concats of [20000, 1] float weights on axis 1: 160 KB results, over the spill threshold,
   // computed (4-byte rows are not worth views).
   auto m = parseModel(R"(
@@ -435,11 +465,13 @@ g (float[20000, 2] x) => (float[20000, 2] y, float[20000, 2] z) {
   };
   TempDir dir;
   writeProto(m, dir / "m.onnx");
-  auto r = run("TMPDIR=" + q(dir / "missing") + " " + bin() + " fold " + q(dir / "m.onnx") + " -o " + q(dir / "f.onnx"));
+  auto r =
+      run("TMPDIR=" + q(dir / "missing") + " " + bin() + " fold " + q(dir / "m.onnx") + " -o " + q(dir / "f.onnx"));
   REQUIRE(r.status == 0);
   CHECK(lines(r.err) == 2);  // the warning, once, and "wrote"
-  CHECK_THAT(r.err, Catch::Contains("warning: folded weights are kept in memory: spill: cannot create a temporary file in " +
-                                    (dir / "missing").string()));
+  CHECK_THAT(r.err,
+             Catch::Contains("warning: folded weights are kept in memory: spill: cannot create a temporary file in " +
+                             (dir / "missing").string()));
   auto out = readProto(dir / "f.onnx");
   std::set<std::string> folded;
   for (const auto& t : out.graph().initializer()) folded.insert(t.raw_data());

@@ -22,7 +22,8 @@ void writeModel(const fs::path& path, const std::string& text) {
 }
 
 // A version-1 .npy file of float32 or int64 values.
-void writeNpy(const fs::path& path, const std::string& descr, const std::vector<int64_t>& shape, const std::string& bytes) {
+void writeNpy(const fs::path& path, const std::string& descr, const std::vector<int64_t>& shape,
+              const std::string& bytes) {
   std::string dims;
   for (int64_t d : shape) dims += std::to_string(d) + ",";
   std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
@@ -56,7 +57,8 @@ g (float[2, 3] x) => (float[2, 3] y) {
 )");
   auto same = run(bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "a.onnx"));
   CHECK(same.status == 0);
-  CHECK_THAT(same.out, Catch::Contains("output y: float32, max abs diff 0 (mean 0), max rel diff 0 (mean 0): within tolerance"));
+  CHECK_THAT(same.out,
+             Catch::Contains("output y: float32, max abs diff 0 (mean 0), max rel diff 0 (mean 0): within tolerance"));
   auto differ = run(bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "b.onnx") + " --json");
   CHECK(differ.status == 1);
   auto j = nlohmann::json::parse(differ.out);
@@ -81,10 +83,12 @@ g (float[2, 3] x) => (double[2, 3] y) {
     CHECK_THAT(r.out, Catch::Contains("types differ: float32 vs float64"));
   }
   SECTION("bad usage and ONNX Runtime missing") {
-    auto r = run("GRAPHRW_ORT_DIR=" + dir.path().string() + " " + bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "a.onnx"));
+    auto r = run("GRAPHRW_ORT_DIR=" + dir.path().string() + " " + bin() + " compare " + q(dir / "a.onnx") + " " +
+                 q(dir / "a.onnx"));
     CHECK(r.status == 2);
     CHECK_THAT(r.err, Catch::Contains("holds no node_modules/onnxruntime-node"));
-    auto noInput = run(bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "a.onnx") + " --input nope=" + q(dir / "a.onnx"));
+    auto noInput =
+        run(bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "a.onnx") + " --input nope=" + q(dir / "a.onnx"));
     CHECK(noInput.status == 2);
     CHECK_THAT(noInput.out + noInput.err, Catch::Contains("nope"));
   }
@@ -109,7 +113,8 @@ g (bool c, float[3] x) => (float[3] y) {
   writeNpy(dir / "x.npy", "<f4", {3}, std::string(reinterpret_cast<const char*>(xs), sizeof xs));
   writeNpy(dir / "t.npy", "|b1", {}, std::string(1, '\1'));
   writeNpy(dir / "f.npy", "|b1", {}, std::string(1, '\0'));
-  std::string base = bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "b.onnx") + " --input x=" + q(dir / "x.npy");
+  std::string base =
+      bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "b.onnx") + " --input x=" + q(dir / "x.npy");
   auto whenFalse = run(base + " --input c=" + q(dir / "f.npy"));
   CHECK(whenFalse.status == 0);
   CHECK_THAT(whenFalse.out, Catch::Contains("input  x: float32[3] " + (dir / "x.npy").string()));
@@ -120,9 +125,11 @@ g (bool c, float[3] x) => (float[3] y) {
   // Random booleans: some seed in the first few draws true (the harness must not stick at false).
   bool sawTrue = false;
   for (int seed = 1; seed <= 8 && !sawTrue; ++seed)
-    sawTrue = run(bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "b.onnx") + " --seed " + std::to_string(seed)).status == 1;
+    sawTrue = run(bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "b.onnx") + " --seed " + std::to_string(seed))
+                  .status == 1;
   CHECK(sawTrue);
-  auto wrongType = run(bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "a.onnx") + " --input x=" + q(dir / "t.npy"));
+  auto wrongType =
+      run(bin() + " compare " + q(dir / "a.onnx") + " " + q(dir / "a.onnx") + " --input x=" + q(dir / "t.npy"));
   CHECK(wrongType.status == 3);
   CHECK_THAT(wrongType.err, Catch::Contains("holds bool, the model takes float32"));
 }
@@ -132,8 +139,10 @@ TEST_CASE("compare: ai.graphcore ops by their definitions", "[cli][compare][grap
   // Each ai.graphcore op against a standard-ONNX formulation of the same function.
   writeModel(dir / "std.onnx", R"(
 <ir_version: 8, opset_import: ["" : 13]>
-g (float[2, 4, 3, 3] x) => (float[2, 4, 3, 3] swish, float[2, 4, 3, 3] scaled, float[2, 4, 3, 3] nop, float[2, 4, 3, 3] inorm, float[2, 4, 3, 3] gelu)
-    <float[4] s = {1.0, 2.0, 0.5, -1.0}, float[4] b = {0.0, 0.1, -0.2, 3.0}, float half = {0.5}, float one = {1.0}, float r2 = {1.41421356}> {
+g (float[2, 4, 3, 3] x) => (float[2, 4, 3, 3] swish, float[2, 4, 3, 3] scaled, float[2, 4, 3, 3] nop, float[2, 4, 3,
+    3] inorm, float[2, 4, 3, 3] gelu)
+    <float[4] s = {1.0, 2.0, 0.5, -1.0}, float[4] b = {0.0, 0.1, -0.2, 3.0}, float half = {0.5}, float one = {1.0},
+        float r2 = {1.41421356}> {
   sg = Sigmoid (x)
   swish = Mul (x, sg)
   k = Constant <value = float {2.5}> ()
@@ -149,7 +158,8 @@ g (float[2, 4, 3, 3] x) => (float[2, 4, 3, 3] swish, float[2, 4, 3, 3] scaled, f
 )");
   writeModel(dir / "ipu.onnx", R"(
 <ir_version: 8, opset_import: ["" : 13, "ai.graphcore" : 1]>
-g (float[2, 4, 3, 3] x) => (float[2, 4, 3, 3] swish, float[2, 4, 3, 3] scaled, float[2, 4, 3, 3] nop, float[2, 4, 3, 3] inorm, float[2, 4, 3, 3] gelu)
+g (float[2, 4, 3, 3] x) => (float[2, 4, 3, 3] swish, float[2, 4, 3, 3] scaled, float[2, 4, 3, 3] nop, float[2, 4, 3,
+    3] inorm, float[2, 4, 3, 3] gelu)
     <float[4] s = {1.0, 2.0, 0.5, -1.0}, float[4] b = {0.0, 0.1, -0.2, 3.0}> {
   swish = ai.graphcore.Swish (x)
   scaled = ai.graphcore.Scale <scale = 2.5> (x)
@@ -245,13 +255,15 @@ TEST_CASE("compare maps ai.graphcore::GroupNormalization as numpy computes it, f
     int64_t count = 1, c = shape[1];
     for (int64_t d : shape) count *= d;
     std::vector<double> x, scale, bias;
-    for (int64_t i = 0; i < count; ++i) x.push_back(std::sin(0.37 * static_cast<double>(i)) * (1.0 + static_cast<double>(i % 7)));
+    for (int64_t i = 0; i < count; ++i)
+      x.push_back(std::sin(0.37 * static_cast<double>(i)) * (1.0 + static_cast<double>(i % 7)));
     for (int64_t i = 0; i < c; ++i) {
       scale.push_back(0.5 + 0.25 * static_cast<double>(i));
       bias.push_back(0.1 * static_cast<double>(i) - 0.3);
     }
     auto reference = [&](int64_t groups) {
-      nlohmann::json in = {{"x", x}, {"shape", shape}, {"scale", scale}, {"bias", bias}, {"num_groups", groups}, {"epsilon", 1e-3}};
+      nlohmann::json in = {{"x", x},       {"shape", shape},       {"scale", scale},
+                           {"bias", bias}, {"num_groups", groups}, {"epsilon", 1e-3}};
       graphrw::test::writeFile(dir / "in.json", in.dump());
       auto r = run("/usr/bin/python3 " GRAPHRW_SOURCE_DIR "/tests/ort/groupnorm_reference.py < " + q(dir / "in.json"));
       REQUIRE(r.status == 0);
@@ -260,13 +272,15 @@ TEST_CASE("compare maps ai.graphcore::GroupNormalization as numpy computes it, f
     const std::string t = "float[" + dims(shape) + "]";
     for (int64_t groups : {1, 2, 4, 8}) {
       INFO("shape " << dims(shape) << ", num_groups " << groups);
-      writeModel(dir / "numpy.onnx", "<ir_version: 8, opset_import: [\"\" : 13]>\ng () => (" + t + " y) {\n  y = Constant <value = " +
-                                         t + " {" + floats(reference(groups)) + "}> ()\n}\n");
+      writeModel(dir / "numpy.onnx", "<ir_version: 8, opset_import: [\"\" : 13]>\ng () => (" + t +
+                                         " y) {\n  y = Constant <value = " + t + " {" + floats(reference(groups)) +
+                                         "}> ()\n}\n");
       auto ipu = [&](int64_t g) {
-        return "<ir_version: 8, opset_import: [\"\" : 13, \"ai.graphcore\" : 1]>\ng () => (" + t + " y) <" + t + " x = {" +
-               floats(x) + "}, float[" + std::to_string(c) + "] s = {" + floats(scale) + "}, float[" + std::to_string(c) +
-               "] b = {" + floats(bias) + "}> {\n  y, mean, invstd = ai.graphcore.GroupNormalization <num_groups = " +
-               std::to_string(g) + ", epsilon = 0.001> (x, s, b)\n}\n";
+        return "<ir_version: 8, opset_import: [\"\" : 13, \"ai.graphcore\" : 1]>\ng () => (" + t + " y) <" + t +
+               " x = {" + floats(x) + "}, float[" + std::to_string(c) + "] s = {" + floats(scale) + "}, float[" +
+               std::to_string(c) + "] b = {" + floats(bias) +
+               "}> {\n  y, mean, invstd = ai.graphcore.GroupNormalization <num_groups = " + std::to_string(g) +
+               ", epsilon = 0.001> (x, s, b)\n}\n";
       };
       writeModel(dir / "ipu.onnx", ipu(groups));
       auto same = run(bin() + " compare " + q(dir / "numpy.onnx") + " " + q(dir / "ipu.onnx") + " --json");
@@ -356,8 +370,8 @@ g (float[2, 4, 3] hidden) => (float[2, 3] pooled)
   pooled = Tanh (h)
 }
 )");
-  auto placed = run(bin() + " place " + q(dir / "pooler.onnx") + " --stage op_type=Slice --stage op_type=Gemm --ipus 0,1 -o " +
-                    q(dir / "placed.onnx"));
+  auto placed = run(bin() + " place " + q(dir / "pooler.onnx") +
+                    " --stage op_type=Slice --stage op_type=Gemm --ipus 0,1 -o " + q(dir / "placed.onnx"));
   REQUIRE(placed.status == 0);
   REQUIRE_THAT(graphrw::test::readFile(dir / "placed.onnx"), Catch::Contains("__ipu_number"));
   auto r = run(bin() + " compare " + q(dir / "pooler.onnx") + " " + q(dir / "placed.onnx") + " --json");
@@ -398,7 +412,8 @@ g (float[batch, seq] x, int64[batch, seq] ids) => (float[batch, seq] y, int64[ba
   CHECK(j["inputs"][1]["dims"] == nlohmann::json::array({3, 5}));
   CHECK(j["dims_set_to_1"].empty());
   // z echoes ids: the output's values show the range was used for the integer input.
-  r = run(bin() + " compare " + a + " " + b + " --input x=3,5 --input ids=3,5 --val-range ids=100,104 --val-range 0.6,0.9 --json");
+  r = run(bin() + " compare " + a + " " + b +
+          " --input x=3,5 --input ids=3,5 --val-range ids=100,104 --val-range 0.6,0.9 --json");
   CHECK(r.status == 1);
   j = nlohmann::json::parse(r.out);
   CHECK(j["outputs"][0]["mismatched"] == 15);  // every x in [0.6, 0.9): every y differs by 1

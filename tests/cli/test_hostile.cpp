@@ -30,7 +30,8 @@ g (float[2,4] x) => (float[2,4] y) <float[4,4] w = {1,0,0,0, 0,1,0,0, 0,0,1,0, 0
   y = Add (r, x)
 }
 )");
-  for (int i = 0; i < proto.graph().node_size(); ++i) proto.mutable_graph()->mutable_node(i)->set_name("n" + std::to_string(i));
+  for (int i = 0; i < proto.graph().node_size(); ++i)
+    proto.mutable_graph()->mutable_node(i)->set_name("n" + std::to_string(i));
   proto.mutable_graph()->mutable_node(1)->set_name(relu);
   graphrw::test::writeProto(proto, dir / "m.onnx");
   return dir / "m.onnx";
@@ -38,10 +39,13 @@ g (float[2,4] x) => (float[2,4] y) <float[4,4] w = {1,0,0,0, 0,1,0,0, 0,0,1,0, 0
 
 // A rule file replacing every Relu by this template.
 fs::path templateRule(const fs::path& dir, const std::string& body, int opset = 14) {
-  std::string text = "<domain: \"t\", opset_import: [\"\" : " + std::to_string(opset) + "]>\nT (x) => (y) {\n" + body + "\n}\n";
-  json rules = {{"version", 1},
-                {"passes", json::array({{{"pass", "replace"},
-                                         {"replacements", json::array({{{"select", {{"op_type", "Relu"}}}, {"template", text}}})}}})}};
+  std::string text =
+      "<domain: \"t\", opset_import: [\"\" : " + std::to_string(opset) + "]>\nT (x) => (y) {\n" + body + "\n}\n";
+  json rules = {
+      {"version", 1},
+      {"passes",
+       json::array({{{"pass", "replace"},
+                     {"replacements", json::array({{{"select", {{"op_type", "Relu"}}}, {"template", text}}})}}})}};
   writeFile(dir / "r.json", rules.dump());
   return dir / "r.json";
 }
@@ -64,20 +68,27 @@ TEST_CASE("hostile: selectors on a 200k-character node name and a name of 200k '
   auto m = reluModel(dir.path(), std::string(200000, 'a'));
   for (const char* re : {"a*", "(a|b)*c?", ".*x", "(a*)*b"}) {
     INFO(re);
-    auto r = runChecked("checkpoint " + q(m) + " --after 'name_regex=" + re + "' --allow-no-match -o " + q(dir / "o.onnx"), dir / "o.onnx");
+    auto r =
+        runChecked("checkpoint " + q(m) + " --after 'name_regex=" + re + "' --allow-no-match -o " + q(dir / "o.onnx"),
+                   dir / "o.onnx");
     CHECK(r.status == 0);
   }
-  auto backref = runChecked("checkpoint " + q(m) + " --after 'name_regex=(a)\\1' -o " + q(dir / "o.onnx"), dir / "o.onnx");
+  auto backref =
+      runChecked("checkpoint " + q(m) + " --after 'name_regex=(a)\\1' -o " + q(dir / "o.onnx"), dir / "o.onnx");
   CHECK(backref.status == 2);
-  auto longRegex = runChecked("checkpoint " + q(m) + " --after 'name_regex=" + std::string(5000, 'a') + "' -o " + q(dir / "o.onnx"), dir / "o.onnx");
+  auto longRegex =
+      runChecked("checkpoint " + q(m) + " --after 'name_regex=" + std::string(5000, 'a') + "' -o " + q(dir / "o.onnx"),
+                 dir / "o.onnx");
   CHECK(longRegex.status == 2);
   CHECK_THAT(longRegex.err, Catch::Contains("at most 1000"));
   auto slashes = reluModel(dir.path(), std::string(200000, '/') + "x");
-  auto r = runChecked("checkpoint " + q(slashes) + " --after 'scope=/enc/*' --allow-no-match -o " + q(dir / "o.onnx"), dir / "o.onnx");
+  auto r = runChecked("checkpoint " + q(slashes) + " --after 'scope=/enc/*' --allow-no-match -o " + q(dir / "o.onnx"),
+                      dir / "o.onnx");
   CHECK(r.status == 0);
 }
 
-TEST_CASE("hostile: template text with a 100k identifier, 500k blanks, 5000 nested Ifs, malformed numbers", "[cli][hostile]") {
+TEST_CASE("hostile: template text with a 100k identifier, 500k blanks, 5000 nested Ifs, malformed numbers",
+          "[cli][hostile]") {
   graphrw::test::TempDir dir;
   auto m = reluModel(dir.path());
   auto out = dir / "o.onnx";
@@ -110,10 +121,10 @@ TEST_CASE("hostile: graphrw never writes a model nested deeper than it reads bac
   auto nested = [&](int levels) {
     std::string body = "y = Identity (x)";
     for (int i = 0; i < levels; ++i)
-      body = "y = If (c) <then_branch = t" + std::to_string(i) + " () => (float[1] y) { " + body + " }, else_branch = e" +
-             std::to_string(i) + " () => (float[1] y) { y = Identity (x) }>";
-    auto p = graphrw::test::parseModel("<ir_version: 8, opset_import: [\"\" : 14]>\ng (float[1] x, bool c) => (float[1] y) {\n  " +
-                                       body + "\n}\n");
+      body = "y = If (c) <then_branch = t" + std::to_string(i) + " () => (float[1] y) { " + body +
+             " }, else_branch = e" + std::to_string(i) + " () => (float[1] y) { y = Identity (x) }>";
+    auto p = graphrw::test::parseModel(
+        "<ir_version: 8, opset_import: [\"\" : 14]>\ng (float[1] x, bool c) => (float[1] y) {\n  " + body + "\n}\n");
     auto path = dir / ("n" + std::to_string(levels) + ".onnx");
     graphrw::test::writeProto(p, path);
     return path;
@@ -138,7 +149,8 @@ TEST_CASE("hostile: a model read from a device or a pipe stops at protobuf's 2 G
 
 namespace {
 
-std::string fn(const std::string& name, const std::string& sig, const std::string& body, const std::string& imports = "\"\" : 14") {
+std::string fn(const std::string& name, const std::string& sig, const std::string& body,
+               const std::string& imports = "\"\" : 14") {
   return "<domain: \"p\", opset_import: [" + imports + "]>\n" + name + " " + sig + " {\n" + body + "\n}\n";
 }
 
@@ -162,37 +174,49 @@ TEST_CASE("hostile: every template is checked on its own when the rule file is r
       {fn("R", "(x) => (y)", "  y = Rleu (x)"), "no such op in ai.onnx at version 14 (did you mean 'Relu'?)"},
       {fn("R", "(x) => (y)", "  y = Add (x)"), "has input size 1 not in range [min=2, max=2]"},
       {fn("R", "(x) => (y)", "  y = foo.Bar <alpha = @x> (x)"), "imports no opset for domain 'foo'"},
-      {fn("R", "(x) => (y)", "  y = Relu (z)"), "reads 'z', which is neither an input of the template nor produced by a node"},
+      {fn("R", "(x) => (y)", "  y = Relu (z)"),
+       "reads 'z', which is neither an input of the template nor produced by a node"},
       {fn("R", "(x) => (x)", "  y = Relu (x)"), "output 'x' is also an input"},
       {fn("R", "(x) => (y)", "  a = Relu (b)\n  b = Relu (a)\n  y = Relu (a)"), "is on a cycle"},
       {fn("R", "(x) => (y)", "  y = Relu (x)\n  y = Relu (x)"), "value 'y' is produced twice"},
       {fn("R", "(x) => (y)", "  c = Constant <value = float[2,2] {1,2}> ()\n  y = Add (x, c)"),
        "float_data holds 2 elements, its dims [2,2] say 4"},
-      {fn("R", "(x) => (y)", "  c = Constant <value = bool {1}> ()\n  y = If (c) <then_branch = g () => (z) { z = LeakyRelu <alpha = @x> (x) }, "
-                             "else_branch = h () => (z) { z = Identity (x) }>"),
+      {fn("R", "(x) => (y)",
+          "  c = Constant <value = bool {1}> ()\n  y = If (c) <then_branch = g () => (z) { z = LeakyRelu <alpha = @x> "
+          "(x) }, "
+          "else_branch = h () => (z) { z = Identity (x) }>"),
        "inside a subgraph"},
       {fn("R", "(x) => (y)", "  y = LeakyRelu <alpah = 0.1> (x)"), "Unrecognized attribute: alpah"},
   };
   for (const auto& c : cases) {
     INFO(c.replace);
-    auto r = runChecked("pattern " + q(m) + " --rules " + q(patternRules(dir.path(), {{"match", match}, {"replace", c.replace}})) + " -o " + q(out), out);
+    auto r = runChecked("pattern " + q(m) + " --rules " +
+                            q(patternRules(dir.path(), {{"match", match}, {"replace", c.replace}})) + " -o " + q(out),
+                        out);
     CHECK(r.status == 2);
     CHECK_THAT(r.err, Catch::Contains("/rules/0/replace") && Catch::Contains(c.says));
     CHECK_FALSE(fs::exists(out));
   }
   // The match is checked too (attributes it leaves out match any value, so only names and arity).
-  auto typo = runChecked("pattern " + q(m) + " --rules " +
-                             q(patternRules(dir.path(), {{"match", fn("M", "(x) => (y)", "  y = LeakyRelu <alpah = 0.1> (x)")},
-                                                         {"replace", fn("R", "(x) => (y)", "  y = Relu (x)")}})) + " -o " + q(out), out);
+  auto typo =
+      runChecked("pattern " + q(m) + " --rules " +
+                     q(patternRules(dir.path(), {{"match", fn("M", "(x) => (y)", "  y = LeakyRelu <alpah = 0.1> (x)")},
+                                                 {"replace", fn("R", "(x) => (y)", "  y = Relu (x)")}})) +
+                     " -o " + q(out),
+                 out);
   CHECK(typo.status == 2);
-  CHECK_THAT(typo.err, Catch::Contains("/rules/0/match") && Catch::Contains("no attribute 'alpah' (did you mean 'alpha'?)"));
+  CHECK_THAT(typo.err,
+             Catch::Contains("/rules/0/match") && Catch::Contains("no attribute 'alpah' (did you mean 'alpha'?)"));
   auto cast = runChecked("pattern " + q(m) + " --rules " +
                              q(patternRules(dir.path(), {{"match", fn("M", "(x) => (y)", "  y = Cast (x)")},
                                                          {"replace", fn("R", "(x) => (y)", "  y = Relu (x)")},
-                                                         {"allow_no_match", true}})) + " -o " + q(out), out);
+                                                         {"allow_no_match", true}})) +
+                             " -o " + q(out),
+                         out);
   CHECK(cast.status == 0);  // Cast's required `to` left out: any Cast; it matches nothing here
   // The same checks through a replace rule file, before the model is read (it does not exist).
-  auto before = runChecked("run " + q(templateRule(dir.path(), "  y = Rleu (x)")) + " " + q(dir / "missing.onnx") + " -o " + q(out), out);
+  auto before = runChecked(
+      "run " + q(templateRule(dir.path(), "  y = Rleu (x)")) + " " + q(dir / "missing.onnx") + " -o " + q(out), out);
   CHECK(before.status == 2);
   CHECK_THAT(before.err, Catch::Contains("did you mean 'Relu'?"));
 }
@@ -201,7 +225,8 @@ TEST_CASE("hostile: --rules files are schema-checked like rule files", "[cli][ho
   graphrw::test::TempDir dir;
   auto m = reluModel(dir.path());
   auto out = dir / "o.onnx";
-  json rule = {{"match", fn("M", "(x) => (y)", "  y = Relu (x)")}, {"replace", fn("R", "(x) => (y)", "  y = Relu (x)")}};
+  json rule = {{"match", fn("M", "(x) => (y)", "  y = Relu (x)")},
+               {"replace", fn("R", "(x) => (y)", "  y = Relu (x)")}};
   auto with = [&](const char* key, json value) {
     json r = rule;
     r[key] = std::move(value);
@@ -210,7 +235,8 @@ TEST_CASE("hostile: --rules files are schema-checked like rule files", "[cli][ho
   const std::pair<json, std::string> cases[] = {
       {with("commutative", "yes"), "/rules/0/commutative: must be a boolean"},
       {with("weights", 5), "/rules/0/weights: must be an array"},
-      {json{{"version", 1}, {"passes", json::array({{{"pass", "pattern"}, {"rules", json::array({rule})}, {"allow_no_match", "x"}}})}},
+      {json{{"version", 1},
+            {"passes", json::array({{{"pass", "pattern"}, {"rules", json::array({rule})}, {"allow_no_match", "x"}}})}},
        "/passes/0/allow_no_match: must be a boolean"},
       {json{{"version", 1}, {"passes", json::array({{{"pass", 5}}})}}, "is not JSON of the form"},
   };
@@ -229,9 +255,11 @@ TEST_CASE("hostile: a constant that gives an attribute must fit it", "[cli][host
                                          {"replace", fn("R", "(x, k) => (y)", "  y = Softmax <axis = @k> (x)")}});
   auto model = [&](const std::string& value) {
     // The text syntax has no literal for NaN: it is set afterwards.
-    auto p = graphrw::test::parseModel("<ir_version: 8, opset_import: [\"\" : 14]>\ng (float[2] x) => (float[2] y) <float k = {" +
-                                       (value == "nan" ? std::string("0.0") : value) + "}> {\n  y = Add (x, k)\n}\n");
-    if (value == "nan") p.mutable_graph()->mutable_initializer(0)->set_float_data(0, std::numeric_limits<float>::quiet_NaN());
+    auto p = graphrw::test::parseModel(
+        "<ir_version: 8, opset_import: [\"\" : 14]>\ng (float[2] x) => (float[2] y) <float k = {" +
+        (value == "nan" ? std::string("0.0") : value) + "}> {\n  y = Add (x, k)\n}\n");
+    if (value == "nan")
+      p.mutable_graph()->mutable_initializer(0)->set_float_data(0, std::numeric_limits<float>::quiet_NaN());
     graphrw::test::writeProto(p, dir / "k.onnx");
     return dir / "k.onnx";
   };
@@ -310,7 +338,8 @@ g (float[2] x) => (float[2] y) {
   graphrw::test::writeProto(p, dir / "c.onnx");
   auto c = run(bin() + " validate " + q(dir / "c.onnx"));
   CHECK(c.status == 1);
-  CHECK_THAT(c.out + c.err, Catch::Contains("attribute 'value': raw_data holds 6 bytes, not a whole number of float elements"));
+  CHECK_THAT(c.out + c.err,
+             Catch::Contains("attribute 'value': raw_data holds 6 bytes, not a whole number of float elements"));
 }
 
 TEST_CASE("hostile: a single-value option given twice, non-finite tolerances, a NaN on one side of compare",

@@ -1,10 +1,10 @@
 // Outputs that never harm and hostile inputs that end in a clean one-line
 // error: the binary on special files, conflicts, crafted models and rule
 // files, a full disk and kill -9.
-#include <catch2/catch.hpp>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <csignal>
 
@@ -43,7 +43,8 @@ std::vector<std::string> tempFiles(const fs::path& dir) {
 
 }  // namespace
 
-TEST_CASE("outputs: -o writes through devices, FIFOs and symlinks, refuses folders, keeps modes", "[cli][reliability]") {
+TEST_CASE("outputs: -o writes through devices, FIFOs and symlinks, refuses folders, keeps modes",
+          "[cli][reliability]") {
   graphrw::test::TempDir dir;
   auto m = smallModel(dir.path());
   REQUIRE(run(bin() + " convert " + q(m) + " -o " + q(dir / "expected.onnx")).status == 0);
@@ -83,7 +84,8 @@ TEST_CASE("outputs: -o writes through devices, FIFOs and symlinks, refuses folde
 
   auto missing = run(bin() + " convert " + q(m) + " -o " + q(dir / "nodir" / "x.onnx"));
   CHECK(missing.status == 4);
-  CHECK_THAT(missing.err, Catch::Contains("the folder") && Catch::Contains("nodir") && Catch::Contains("does not exist"));
+  CHECK_THAT(missing.err,
+             Catch::Contains("the folder") && Catch::Contains("nodir") && Catch::Contains("does not exist"));
   CHECK(tempFiles(dir.path()).empty());
 }
 
@@ -98,7 +100,8 @@ TEST_CASE("usage conflicts are found before anything is read or written", "[cli]
   // --out-dir appears only with the first model written.
   writeFile(dir / "broken.onnx", "not a model");
   writeFile(dir / "r.json", R"({"version": 1, "passes": [{"pass": "expand"}]})");
-  auto failing = run(bin() + " run " + q(dir / "r.json") + " " + q(dir / "broken.onnx") + " --out-dir " + q(dir / "out"));
+  auto failing =
+      run(bin() + " run " + q(dir / "r.json") + " " + q(dir / "broken.onnx") + " --out-dir " + q(dir / "out"));
   CHECK(failing.status == 3);
   CHECK_FALSE(fs::exists(dir / "out"));
 
@@ -113,8 +116,8 @@ TEST_CASE("usage conflicts are found before anything is read or written", "[cli]
     CHECK(r.status == 2);
     CHECK_THAT(r.err, Catch::Contains("would collide"));
   }
-  auto huge = run(bin() + " run " + q(dir / "r.json") + " " + q(m) + " " + q(dir / "a" / "model.onnx") +
-                  " --out-dir " + q(dir / "out") + " --shard 1/18446744073709551616");
+  auto huge = run(bin() + " run " + q(dir / "r.json") + " " + q(m) + " " + q(dir / "a" / "model.onnx") + " --out-dir " +
+                  q(dir / "out") + " --shard 1/18446744073709551616");
   CHECK(huge.status == 2);
   CHECK_THAT(huge.err, Catch::Contains("--shard"));
   auto every = run(bin() + " checkpoint " + q(m) + " --after op_type=MatMul --every 99999999999999999999999");
@@ -122,21 +125,25 @@ TEST_CASE("usage conflicts are found before anything is read or written", "[cli]
   CHECK_THAT(every.err, Catch::Contains("--every"));
 }
 
-TEST_CASE("an external data file never replaces a model, and a failed write leaves the old data", "[cli][reliability]") {
+TEST_CASE("an external data file never replaces a model, and a failed write leaves the old data",
+          "[cli][reliability]") {
   graphrw::test::TempDir dir;
   auto m = smallModel(dir.path());
   const std::string input = readFile(m);
-  auto ontoInput = run(bin() + " convert " + q(m) + " -o " + q(dir / "o.onnx") + " --external-data m.onnx --size-threshold 0");
+  auto ontoInput =
+      run(bin() + " convert " + q(m) + " -o " + q(dir / "o.onnx") + " --external-data m.onnx --size-threshold 0");
   CHECK(ontoInput.status == 2);
   CHECK_THAT(ontoInput.err, Catch::Contains("would replace the input"));
   CHECK(readFile(m) == input);
-  auto ontoOutput = run(bin() + " convert " + q(m) + " -o " + q(dir / "o.onnx") + " --external-data o.onnx --size-threshold 0");
+  auto ontoOutput =
+      run(bin() + " convert " + q(m) + " -o " + q(dir / "o.onnx") + " --external-data o.onnx --size-threshold 0");
   CHECK(ontoOutput.status == 2);
   CHECK_FALSE(fs::exists(dir / "o.onnx"));
 
   writeFile(dir / "w.data", "old data");
   fs::create_directory(dir / "folder.onnx");
-  auto failed = run(bin() + " convert " + q(m) + " -o " + q(dir / "folder.onnx") + " --external-data w.data --size-threshold 0");
+  auto failed =
+      run(bin() + " convert " + q(m) + " -o " + q(dir / "folder.onnx") + " --external-data w.data --size-threshold 0");
   CHECK(failed.status == 4);
   CHECK(readFile(dir / "w.data") == "old data");
   CHECK(tempFiles(dir.path()).empty());
@@ -168,12 +175,15 @@ TEST_CASE("expand: a long chain of functions inlines, an exponential one is refu
           "[cli][reliability]") {
   graphrw::test::TempDir dir;
   const int n = 4200;
-  std::string chain = "<ir_version: 8, opset_import: [\"\" : 17, \"f\" : 1]>\nmain (float[2] X) => (float[2] Y) { Y = f.F0(X) }\n";
+  std::string chain =
+      "<ir_version: 8, opset_import: [\"\" : 17, \"f\" : 1]>\nmain (float[2] X) => (float[2] Y) { Y = f.F0(X) }\n";
   for (int i = 0; i < n; ++i)
-    chain += "<domain: \"f\", opset_import: [\"\" : 17, \"f\" : 1]>\nF" + std::to_string(i) + " (x) => (y) { y = " +
-             (i + 1 < n ? "f.F" + std::to_string(i + 1) + "(x)" : std::string("Relu(x)")) + " }\n";
+    chain += "<domain: \"f\", opset_import: [\"\" : 17, \"f\" : 1]>\nF" + std::to_string(i) +
+             " (x) => (y) { y = " + (i + 1 < n ? "f.F" + std::to_string(i + 1) + "(x)" : std::string("Relu(x)")) +
+             " }\n";
   graphrw::test::writeProto(graphrw::test::parseModel(chain), dir / "chain.onnx");
-  auto r = run(bin() + " expand " + q(dir / "chain.onnx") + " -o " + q(dir / "flat.onnx") + " --report " + q(dir / "r.json"));
+  auto r = run(bin() + " expand " + q(dir / "chain.onnx") + " -o " + q(dir / "flat.onnx") + " --report " +
+               q(dir / "r.json"));
   REQUIRE(r.status == 0);
   auto report = nlohmann::json::parse(readFile(dir / "r.json"));
   CHECK(report["passes"][0]["functions_removed"].size() == n);
@@ -188,7 +198,8 @@ TEST_CASE("expand: a long chain of functions inlines, an exponential one is refu
   CHECK(flat.graph().node(0).op_type() == "Relu");
 
   // Each function calls the next twice: 2^40 nodes once inlined.
-  std::string bomb = "<ir_version: 8, opset_import: [\"\" : 17, \"f\" : 1]>\nmain (float[2] X) => (float[2] Y) { Y = f.G0(X) }\n";
+  std::string bomb =
+      "<ir_version: 8, opset_import: [\"\" : 17, \"f\" : 1]>\nmain (float[2] X) => (float[2] Y) { Y = f.G0(X) }\n";
   for (int i = 0; i < 40; ++i)
     bomb += "<domain: \"f\", opset_import: [\"\" : 17, \"f\" : 1]>\nG" + std::to_string(i) + " (x) => (y) { " +
             (i + 1 < 40 ? "t = f.G" + std::to_string(i + 1) + "(x)\n y = f.G" + std::to_string(i + 1) + "(t)"
@@ -220,10 +231,12 @@ TEST_CASE("hostile rule files and template files end in one-line rule errors", "
   auto digits = rule("{\"version\": " + std::string(5000, '9') + ", \"passes\": []}");
   CHECK(digits.status == 2);
   CHECK(lines(digits.err) == 1);
-  auto huge = rule(R"({"version": 1, "passes": [{"pass": "checkpoint", "after": {"op_type": "MatMul"}, "every": 1e300}]})");
+  auto huge =
+      rule(R"({"version": 1, "passes": [{"pass": "checkpoint", "after": {"op_type": "MatMul"}, "every": 1e300}]})");
   CHECK(huge.status == 2);
   for (const char* file : {"/dev/zero", "/etc/passwd"}) {
-    auto t = rule(std::string(R"({"version": 1, "passes": [{"pass": "replace", "replacements": [{"select": {"op_type": "MatMul"}, "template_file": ")") +
+    auto t = rule(std::string(R"({"version": 1, "passes": [{"pass": "replace", "replacements": [)"
+                              R"({"select": {"op_type": "MatMul"}, "template_file": ")") +
                   file + "\"}]}]}");
     INFO(file);
     CHECK(t.status == 2);
@@ -303,7 +316,8 @@ TEST_CASE("kill -9 at any point leaves the old output or the complete new one", 
   // after 1 byte, half and all of the output's bytes, just before the rename
   // and just after it. Every point is reached on every machine, however fast.
   graphrw::test::TempDir dir;
-  auto gen = run(std::string(GRAPHRW_GEN_BERT) + " -o " + q(dir / "big.onnx") + " --layers 2 --hidden 256 --intermediate 1024 --vocab 2000");
+  auto gen = run(std::string(GRAPHRW_GEN_BERT) + " -o " + q(dir / "big.onnx") +
+                 " --layers 2 --hidden 256 --intermediate 1024 --vocab 2000");
   REQUIRE(gen.status == 0);
   const std::string old = "previous output";
   for (const char* command : {"expand", "convert"}) {
@@ -336,8 +350,9 @@ TEST_CASE("kill -9 at any point leaves the old output or the complete new one", 
   }
   // What a killed run leaves behind, the next run in the folder cleans.
   writeFile(dir / "out.onnx", old);
-  REQUIRE(run("GRAPHRW_FAULT=write:1 " + bin() + " convert " + q(dir / "big.onnx") + " -o " + q(dir / "out.onnx")).status ==
-          128 + SIGKILL);
+  REQUIRE(
+      run("GRAPHRW_FAULT=write:1 " + bin() + " convert " + q(dir / "big.onnx") + " -o " + q(dir / "out.onnx")).status ==
+      128 + SIGKILL);
   REQUIRE(tempFiles(dir.path()).size() == 1);
   REQUIRE(run(bin() + " convert " + q(dir / "expected.onnx") + " -o " + q(dir / "again.onnx")).status == 0);
   CHECK(tempFiles(dir.path()).empty());

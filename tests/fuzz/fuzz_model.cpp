@@ -12,8 +12,8 @@
 #include <string>
 
 #include "analysis/graphcore_ops.h"
-#include "fuzz_common.h"
 #include "driver/pass_manager.h"
+#include "fuzz_common.h"
 #include "io/loader.h"
 #include "io/writer.h"
 #include "ir/verifier.h"

@@ -16,9 +16,9 @@
 #include <string>
 
 #include "analysis/graphcore_ops.h"
-#include "fuzz_common.h"
 #include "driver/pass_manager.h"
 #include "driver/rules.h"
+#include "fuzz_common.h"
 #include "io/loader.h"
 #include "io/writer.h"
 #include "support/error.h"
@@ -27,7 +27,8 @@ namespace {
 
 const char* kModel = R"(
 <ir_version: 8, opset_import: ["" : 14]>
-g (float[2, 4] x) => (float[2, 4] y) <float[4, 4] w = {1,0,0,0, 0,1,0,0, 0,0,1,0, 0,0,0,1}, float[4] b = {0.1, 0.2, 0.3, 0.4}> {
+g (float[2, 4] x) => (float[2, 4] y) <float[4, 4] w = {1,0,0,0, 0,1,0,0, 0,0,1,0, 0,0,0,1}, float[4] b = {0.1, 0.2,
+    0.3, 0.4}> {
   mm = MatMul (x, w)
   h = Add (mm, b)
   s = Constant <value = float {1.4142135}> ()

@@ -97,7 +97,8 @@ std::unique_ptr<Pass> exportShapes(const ir::Model& m) {
   for (const auto& in : m.graph().inputs())
     if (const onnx::TypeProto* t = in.value->type(); t && t->has_tensor_type())
       for (const auto& d : t->tensor_type().shape().dim())
-        if (auto it = wanted.find(d.dim_param()); d.has_dim_param() && it != wanted.end()) o.dims[it->first] = it->second;
+        if (auto it = wanted.find(d.dim_param()); d.has_dim_param() && it != wanted.end())
+          o.dims[it->first] = it->second;
   return o.dims.empty() ? nullptr : passes::createSetShapesPass(o);
 }
 

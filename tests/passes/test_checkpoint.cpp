@@ -48,8 +48,7 @@ std::string ownBlock(const std::string& name) { return name; }
 std::string scopeBlock(const std::string& name) { return name.substr(0, name.find('/')); }
 
 void checkCheckpoints(const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes,
-                      const std::set<std::string>& producers,
-                      std::string (*blockOf)(const std::string&) = ownBlock) {
+                      const std::set<std::string>& producers, std::string (*blockOf)(const std::string&) = ownBlock) {
   std::map<std::string, std::string> producerOf;
   for (const auto& n : nodes)
     for (const auto& o : n.output()) producerOf[o] = n.name();
@@ -132,7 +131,8 @@ TEST_CASE("seed case 9: checkpoints after Dense-like blocks (M1, M2, M4)", "[che
   }
 }
 
-TEST_CASE("seed case 9 on M3 (no dense): a selector matching nothing is an error unless allowed", "[checkpoint][seed]") {
+TEST_CASE("seed case 9 on M3 (no dense): a selector matching nothing is an error unless allowed",
+          "[checkpoint][seed]") {
   auto proto = seedM3();
   REQUIRE_THROWS_WITH(runCheckpoint(proto, after({"scope=dense_*"})),
                       Catch::Contains("selector 'scope=dense_*' matched no node"));
@@ -273,7 +273,8 @@ TEST_CASE("the BERT-style model, expanded, checkpointed per encoder layer by sco
   for (const auto& n : out.graph().node())
     if (isCheckpointProto(n)) names.push_back(n.name());
   REQUIRE(names.size() == 3);
-  for (int i = 0; i < 3; ++i) CHECK(names[static_cast<size_t>(i)].rfind("/encoder/layer." + std::to_string(i) + "/", 0) == 0);
+  for (int i = 0; i < 3; ++i)
+    CHECK(names[static_cast<size_t>(i)].rfind("/encoder/layer." + std::to_string(i) + "/", 0) == 0);
   checkValid(*model);
   checkSameMaths(proto, *model, 1e-5, 2);
   auto summary = inspectModel(*model);

@@ -87,7 +87,7 @@ Acts <alpha, gamma> (x) => (y) {
   CHECK_FALSE(leaky->attribute("alpha")->isRef());
   REQUIRE(elu->attribute("alpha"));
   CHECK(elu->attribute("alpha")->proto().f() == 0.7f);  // ONNX's own inliner drops this one
-  CHECK(selu->attribute("alpha") == nullptr);         // neither set nor defaulted: schema default
+  CHECK(selu->attribute("alpha") == nullptr);  // neither set nor defaulted: schema default
   checkSameMaths(proto, *model);
 }
 
@@ -96,7 +96,8 @@ TEST_CASE("expand inlines nested calls, calls in subgraphs and in kept functions
 <ir_version: 8, opset_import: ["" : 17, "f" : 1]>
 main (bool C, float[4] X) => (float[4] Y, float[4] Z, float[4] K) {
   Y = f.Outer (X)
-  Z = If (C) <then_branch = g1 () => (float[4] t) { t = f.Inner (X) }, else_branch = g2 () => (float[4] e) { e = Neg (X) }>
+  Z = If (C) <then_branch = g1 () => (float[4] t) { t = f.Inner (X) },
+      else_branch = g2 () => (float[4] e) { e = Neg (X) }>
   K = f.Kept (X)
 }
 <domain: "f", opset_import: ["" : 17, "f" : 1]>

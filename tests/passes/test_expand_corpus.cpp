@@ -96,11 +96,14 @@ TEST_CASE("expand --schema-ops all matches the backend corpus' expected outputs"
   // API (bfloat16 tensors, sequences; strings are fed), for ONNX's own expansion
   // as much as for ours. Every other case must run and match; a listed case
   // that starts running must match too.
-  const std::set<std::string> cannotFeed = {
-      "test_castlike_BFLOAT16_to_FLOAT", "test_castlike_FLOAT_to_BFLOAT16", "test_sequence_map_identity_1_sequence",
-      "test_sequence_map_identity_2_sequences", "test_sequence_map_identity_1_sequence_1_tensor",
-      "test_sequence_map_add_1_sequence_1_tensor", "test_sequence_map_add_2_sequences",
-      "test_sequence_map_extract_shapes"};
+  const std::set<std::string> cannotFeed = {"test_castlike_BFLOAT16_to_FLOAT",
+                                            "test_castlike_FLOAT_to_BFLOAT16",
+                                            "test_sequence_map_identity_1_sequence",
+                                            "test_sequence_map_identity_2_sequences",
+                                            "test_sequence_map_identity_1_sequence_1_tensor",
+                                            "test_sequence_map_add_1_sequence_1_tensor",
+                                            "test_sequence_map_add_2_sequences",
+                                            "test_sequence_map_extract_shapes"};
   size_t matched = 0, ortCannot = 0;
   std::string cannot;
   for (size_t k = 0; k < index.size(); ++k) {
@@ -112,7 +115,8 @@ TEST_CASE("expand --schema-ops all matches the backend corpus' expected outputs"
         ++ortCannot;
         cannot += "\n  " + c.name + ": " + ours.error.substr(0, 120);
       } else if (!reference.ok) {
-        failures.push_back(c.name + ": ONNX Runtime runs neither expansion and the case is not on the list: " + ours.error);
+        failures.push_back(c.name +
+                           ": ONNX Runtime runs neither expansion and the case is not on the list: " + ours.error);
       } else {
         failures.push_back(c.name + ": ORT runs ONNX's expansion but not ours: " + ours.error);
       }
@@ -132,7 +136,8 @@ TEST_CASE("expand --schema-ops all matches the backend corpus' expected outputs"
       // digits, numpy: the shortest form): ours must equal ONNX's own expansion under ORT.
       if (!diff.empty() && expected[j].data_type() == onnx::TensorProto::STRING && reference.ok &&
           j < reference.outputs.size())
-        diff = ours.outputs[j]["strings"] == reference.outputs[j]["strings"] ? "" : diff + " (and ONNX's expansion differs)";
+        diff = ours.outputs[j]["strings"] == reference.outputs[j]["strings"] ? ""
+                                                                             : diff + " (and ONNX's expansion differs)";
       if (random && diff.rfind("element", 0) == 0) diff.clear();
       if (!diff.empty()) {
         failures.push_back(c.name + " output " + expected[j].name() + ": " + diff);
@@ -147,5 +152,6 @@ TEST_CASE("expand --schema-ops all matches the backend corpus' expected outputs"
   CHECK(ortCannot <= cannotFeed.size());
   CHECK(matched + ortCannot == index.size());  // every data set either matched or is on the list
   WARN("expanded corpus: " << matched << " data sets matched expected outputs; " << ortCannot
-                           << " not runnable through ONNX Runtime's Node.js API (nor is ONNX's own expansion):" << cannot);
+                           << " not runnable through ONNX Runtime's Node.js API (nor is ONNX's own expansion):"
+                           << cannot);
 }

@@ -74,9 +74,8 @@ onnx::ModelProto writeAndRead(ir::Model& m) {
 TEST_CASE("legalize: PyTorch exports through examples/popart.rules.json import into PopART and keep the maths",
           "[legalize][popart][pytorch]") {
   std::string rules = (fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "popart.rules.json").string();
-  std::vector<std::string> names = {"bert-opset15",           "bert-opset17",           "bert-functions-opset15",
-                                    "bert-functions-opset17", "gpt-opset14",            "gpt-opset17",
-                                    "resnet-opset13",         "resnet-opset17"};
+  std::vector<std::string> names = {"bert-opset15", "bert-opset17", "bert-functions-opset15", "bert-functions-opset17",
+                                    "gpt-opset14",  "gpt-opset17",  "resnet-opset13",         "resnet-opset17"};
   for (const auto& name : names) {
     INFO(name);
     fs::path path = pytorchDir() / (name + ".onnx");
@@ -201,7 +200,8 @@ g (float[2] x) => (float[2] y) <float[3] c = {0.0, 1.0, 2.0}> {
   y = Add(x, f)
 }
 )";
-  for (auto [text, mode] : {std::pair{onConstant, "training"}, {onConstant, "inference"}, {onInitializer, "inference"}}) {
+  for (auto [text, mode] :
+       {std::pair{onConstant, "training"}, {onConstant, "inference"}, {onInitializer, "inference"}}) {
     INFO(mode << text);
     passes::LegalizeOptions o;
     o.mode = mode;
@@ -289,7 +289,8 @@ TEST_CASE("outline for PopART: weights through Identity, shape-like constants, u
   // shared-valued parameters; both layers Reshape with a constant shape.
   auto m = parseModel(R"(
 <ir_version: 8, opset_import: ["" : 13]>
-g (float[2, 6] x) => (float[2, 6] y) <float[6] w0 = {1.0, 2.0, 3.0, 4.0, 5.0, 6.0}, int64[2] s0 = {3, 4}, int64[2] s1 = {3, 4}, int64[2] back = {2, 6}> {
+g (float[2, 6] x) => (float[2, 6] y) <float[6] w0 = {1.0, 2.0, 3.0, 4.0, 5.0, 6.0}, int64[2] s0 = {3, 4},
+    int64[2] s1 = {3, 4}, int64[2] back = {2, 6}> {
   w1 = Identity(w0)
   a0 = Mul(x, w0)
   r0 = Reshape(a0, s0)
@@ -376,7 +377,8 @@ g (float[3, 6] x, float[2, 6] z) => (float[3, 6] y0, float[2, 6] y1) {
   y1 = Sigmoid(a1)
 }
 )");
-  for (int i = 0; i < twoStatic.graph().node_size(); ++i) twoStatic.mutable_graph()->mutable_node(i)->set_name(names[i]);
+  for (int i = 0; i < twoStatic.graph().node_size(); ++i)
+    twoStatic.mutable_graph()->mutable_node(i)->set_name(names[i]);
   runPass(twoStatic, passes::createOutlinePass(o), &report);
   CHECK(report["distinct_bodies"] == 2);
 }
@@ -406,7 +408,8 @@ TEST_CASE("legalize --gelu tanh: the erf-GELU chain becomes ai.graphcore::Gelu (
   CHECK_THROWS_WITH(passes::createLegalizePass(sigmoid), Catch::Contains("gelu must be 'erf' or 'tanh'"));
 }
 
-TEST_CASE("legalize: the three erf-GELU forms become ai.graphcore::GeluErf with the same outputs", "[legalize][popart]") {
+TEST_CASE("legalize: the three erf-GELU forms become ai.graphcore::GeluErf with the same outputs",
+          "[legalize][popart]") {
   // PyTorch's nn.functional.gelu, Hugging Face's x * 0.5 * (1 + erf(x / sqrt 2)),
   // and the form multiplying by 1/sqrt 2; a near miss (0.6 for 0.5) stays.
   auto m = parseModel(R"(

@@ -103,7 +103,8 @@ TEST_CASE("legalize training: PyTorch training exports keep every parameter, the
     auto original = readProto(path);
     auto model = loadModel(path.string());
     PassManager pm({true, std::nullopt, ""});
-    if (c.rules.empty()) pm.add(passes::createLegalizePass({}));
+    if (c.rules.empty())
+      pm.add(passes::createLegalizePass({}));
     else
       for (auto& p : loadRules(c.rules).passes) pm.add(p);
     nlohmann::json report = pm.run(*model);
@@ -139,8 +140,11 @@ TEST_CASE("legalize training: PyTorch training exports keep every parameter, the
     CHECK(ratios.size() >= 4);
     // (With functions the original counts each body once, the output each inlined call.)
     auto written_ratios = dropoutRatios(written, true);
-    if (original.functions_size() == 0) CHECK(written_ratios == ratios);
-    else CHECK(std::set<float>(written_ratios.begin(), written_ratios.end()) == std::set<float>(ratios.begin(), ratios.end()));
+    if (original.functions_size() == 0)
+      CHECK(written_ratios == ratios);
+    else
+      CHECK(std::set<float>(written_ratios.begin(), written_ratios.end()) ==
+            std::set<float>(ratios.begin(), ratios.end()));
     CHECK(written_ratios.size() >= ratios.size());
 
     // The maths, with Dropout switched off in both.
@@ -235,8 +239,9 @@ g (float[2, 4] x, bool train) => (float[2, 4] y) {
   y = Dropout (x, some, train)
 }
 )");
-  CHECK_THROWS_WITH(runPass(fed, passes::createLegalizePass(inference), &report),
-                    Catch::Contains("the node producing 'y' (ai.onnx::Dropout): training_mode 'train' is not a constant"));
+  CHECK_THROWS_WITH(
+      runPass(fed, passes::createLegalizePass(inference), &report),
+      Catch::Contains("the node producing 'y' (ai.onnx::Dropout): training_mode 'train' is not a constant"));
 }
 
 TEST_CASE("legalize training: a Dropout ratio held in an initializer becomes the attribute, no defect reported",
@@ -270,7 +275,8 @@ TEST_CASE("legalize training: the parameter check compares weights as views of t
   for (int i = 0; i < 64; ++i) values += (i ? ", " : "") + std::to_string(i) + ".5";
   auto proto = parseModel(R"(
 <ir_version: 8, opset_import: ["" : 13]>
-g (float[64] x) => (float[64] y) <float[64] w = {)" + values + R"(}> {
+g (float[64] x) => (float[64] y) <float[64] w = {)" +
+                          values + R"(}> {
   y = Mul (x, w)
 }
 )");
@@ -311,10 +317,12 @@ g (float[64] x) => (float[64] y) <float[64] w = {)" + values + R"(}> {
   CHECK_THROWS_WITH(snapshot.check(*model), Catch::Contains("legalize: parameter 'w' changed its values"));
 }
 
-TEST_CASE("opset --training: Dropout 12 and BatchNormalization 14 keep training below their opsets", "[opset][training]") {
+TEST_CASE("opset --training: Dropout 12 and BatchNormalization 14 keep training below their opsets",
+          "[opset][training]") {
   auto model = parseModel(R"(
 <ir_version: 8, opset_import: ["" : 15]>
-g (float[2, 3, 4] x, float r) => (float[2, 3, 4] y, bool[2, 3, 4] m, float[3] rm) <float[3] s = {1.0, 2.0, 3.0}, float[3] b = {0.0, 0.5, 1.0}, float[3] mean = {0.0, 0.0, 0.0}, float[3] var = {1.0, 1.0, 1.0}> {
+g (float[2, 3, 4] x, float r) => (float[2, 3, 4] y, bool[2, 3, 4] m, float[3] rm) <float[3] s = {1.0, 2.0, 3.0},
+    float[3] b = {0.0, 0.5, 1.0}, float[3] mean = {0.0, 0.0, 0.0}, float[3] var = {1.0, 1.0, 1.0}> {
   ratio = Constant <value = float {0.3}> ()
   yes = Constant <value = bool {1}> ()
   d, m = Dropout (x, ratio, yes)
@@ -380,8 +388,8 @@ g (float[2, 3] x) => (float[2, 2] y) <float[2, 3] w = {1.0, 2.0, 3.0, 4.0, 5.0, 
   o.keepParameters = true;
   auto out = toProto(*runPass(model, passes::createFoldPass(o)));
   CHECK(countOp(out, "Transpose") == 1);  // Transpose(w) is an op on a parameter
-  CHECK(countOp(out, "Concat") == 0);     // the shape folded ...
-  CHECK(countOp(out, "Constant") == 1);   // ... into one Constant node
+  CHECK(countOp(out, "Concat") == 0);  // the shape folded ...
+  CHECK(countOp(out, "Constant") == 1);  // ... into one Constant node
   REQUIRE(out.graph().initializer_size() == 1);
   CHECK(out.graph().initializer(0).name() == "w");
   checkSameMaths(model, out);

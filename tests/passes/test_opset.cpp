@@ -24,8 +24,10 @@ namespace {
 const char* kGpt = R"(
 <ir_version: 8, opset_import: ["" : 17]>
 gpt (int64[batch, seq] ids) => (float[batch, seq, 4] y, float[batch, seq, seq] probs) <
-    float[10, 4] emb = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, -0.1, -0.2, -0.3, -0.4, -0.5, -0.6, -0.7, -0.8,
-                        -0.9, -1.0, 0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.95, 1.05, -0.15, -0.25, -0.35, -0.45,
+    float[10, 4] emb = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, -0.1, -0.2, -0.3, -0.4, -0.5, -0.6, -0.7,
+        -0.8,
+                        -0.9, -1.0, 0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.95, 1.05, -0.15, -0.25, -0.35,
+                            -0.45,
                         -0.55, -0.65, -0.75, -0.85, -0.95, -1.05},
     float[8, 4] pos = {0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.10, 0.11, 0.12, 0.13, 0.14, 0.15, 0.16,
                        0.17, 0.18, 0.19, 0.20, 0.21, 0.22, 0.23, 0.24, 0.25, 0.26, 0.27, 0.28, 0.29, 0.30, 0.31, 0.32},
@@ -57,7 +59,8 @@ gpt (int64[batch, seq] ids) => (float[batch, seq, 4] y, float[batch, seq, seq] p
 }
 )";
 
-onnx::ModelProto run(const onnx::ModelProto& in, std::vector<std::unique_ptr<Pass>> passes, nlohmann::json* report = nullptr) {
+onnx::ModelProto run(const onnx::ModelProto& in, std::vector<std::unique_ptr<Pass>> passes,
+                     nlohmann::json* report = nullptr) {
   auto model = loadModel(in);
   PassManager pm({true, std::nullopt, ""});
   for (auto& p : passes) pm.add(std::move(p));
@@ -90,7 +93,8 @@ TEST_CASE("opset: a GPT-style opset-17 export goes to 11 after set-shapes and fo
   INFO(report.dump());
   CHECK(onnxOpset(converted) == 11);
   auto ops = opCounts(converted);
-  for (const char* gone : {"Trilu", "Range", "LayerNormalization", "CastLike", "Shape"}) CHECK(ops.count(std::string("ai.onnx::") + gone) == 0);
+  for (const char* gone : {"Trilu", "Range", "LayerNormalization", "CastLike", "Shape"})
+    CHECK(ops.count(std::string("ai.onnx::") + gone) == 0);
   auto model = loadModel(converted);
   checkValid(*model);  // ONNX's checker at opset 11, strict shape inference
   checkSameMaths(original, converted, 1e-5, 10);
@@ -150,7 +154,8 @@ g (float[2,3] x, float[3,4] w, int64[1] axes) => (float[2,4] y, float[1,3] z, fl
   writeProto(m, dir / "m.onnx");
   writeFile(dir / "out.onnx", "previous");
   const std::string input = readFile(dir / "m.onnx");
-  auto r = test::run(graphrwBin() + " opset '" + (dir / "m.onnx").string() + "' --to 11 -o '" + (dir / "out.onnx").string() + "'");
+  auto r = test::run(graphrwBin() + " opset '" + (dir / "m.onnx").string() + "' --to 11 -o '" +
+                     (dir / "out.onnx").string() + "'");
   CHECK(r.status == 5);
   CHECK_THAT(r.err, Catch::Contains("2 nodes have no form at ai.onnx 11"));
   CHECK(readFile(dir / "out.onnx") == "previous");
@@ -160,10 +165,12 @@ g (float[2,3] x, float[3,4] w, int64[1] axes) => (float[2,4] y, float[1,3] z, fl
   CHECK(files == 2);
 }
 
-TEST_CASE("opset: Shape-15, Unsqueeze-13, Split-13, Softmax-13, Reshape-14, Clip-13 down to 11 and back up", "[opset]") {
+TEST_CASE("opset: Shape-15, Unsqueeze-13, Split-13, Softmax-13, Reshape-14, Clip-13 down to 11 and back up",
+          "[opset]") {
   auto m = parseModel(R"(
 <ir_version: 8, opset_import: ["" : 15]>
-g (float[2,3,4] x) => (float[2,3,4] s, int64[2] shp, float[1,2,3,4] u, float[2,3,2] a, float[2,3,2] b2, float[6,4] r, float[2,3,4] c) <int64[1] ax = {0}, int64[2] parts = {2, 2}, int64[2] newshape = {6, -1}> {
+g (float[2,3,4] x) => (float[2,3,4] s, int64[2] shp, float[1,2,3,4] u, float[2,3,2] a, float[2,3,2] b2, float[6,4] r,
+    float[2,3,4] c) <int64[1] ax = {0}, int64[2] parts = {2, 2}, int64[2] newshape = {6, -1}> {
   s = Softmax <axis = 0> (x)
   shp = Shape <start = -2> (x)
   u = Unsqueeze(x, ax)
@@ -220,7 +227,8 @@ TEST_CASE("opset: ops inside a local function convert with its call sites' types
   auto model = [](const std::string& zType) {
     return parseModel(R"(
 <ir_version: 8, opset_import: ["" : 14, "local" : 1]>
-g (float[4,4] x, )" + zType + R"( z) => (float[4,4] y, )" + zType + R"( w) {
+g (float[4,4] x, )" + zType +
+                      R"( z) => (float[4,4] y, )" + zType + R"( w) {
   y = local.Tri(x)
   w = local.Tri(z)
 }
@@ -253,8 +261,9 @@ Tri (a) => (b) {
       CHECK(e.code() == ExitCode::Unsupported);
       std::string what = e.what();
       INFO(what);
-      CHECK(what.find("in local function 'local::Tri', 2 call sites, whose input 'a' has types float[3,5] float[4,4]") !=
-            std::string::npos);
+      CHECK(
+          what.find("in local function 'local::Tri', 2 call sites, whose input 'a' has types float[3,5] float[4,4]") !=
+          std::string::npos);
       CHECK(what.find("`graphrw expand` inlines the calls first") != std::string::npos);
       CHECK(what.find("run set-shapes") == std::string::npos);  // it cannot help inside a function
     }
@@ -319,8 +328,7 @@ g (bool c, float[2,3] x) => (float[1,2,3] y) {
   checkSameMaths(m, out);
 }
 
-TEST_CASE("opset down: an op the target lacks but whose schema has a function body is written as the body",
-          "[opset]") {
+TEST_CASE("opset down: an op the target lacks but whose schema has a function body is written as the body", "[opset]") {
   auto m = parseModel(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[2, 3, 4] x) => (float[2, 3, 4] y) <float[4] s = {1.0, 2.0, 0.5, -1.0}, float[4] b = {0.0, 0.1, -0.2, 3.0}> {

@@ -62,14 +62,16 @@ struct Tally {
   size_t converted = 0, correct = 0, ortCannot = 0, ortDiffers = 0;
   std::map<std::string, std::string> refused;  // case -> reason
   std::vector<std::string> failures;
-  std::set<std::string> correctCases;    // converted, and the expected outputs under ONNX Runtime
+  std::set<std::string> correctCases;  // converted, and the expected outputs under ONNX Runtime
   std::set<std::string> ortCannotCases;  // a data set ORT cannot run before or after
-  std::set<std::string> ortDiffersCases; // ORT's numbers, the same before and after, are not ONNX's expected ones
+  std::set<std::string> ortDiffersCases;  // ORT's numbers, the same before and after, are not ONNX's expected ones
 
   // What the corpus gave, as tests/expected/ records it: a refusal gained or a
   // conversion lost fails, and so does a case that now converts (update the record).
   nlohmann::json record() const {
-    return {{"correct", correctCases}, {"refused", refused}, {"ort_cannot_run", ortCannotCases},
+    return {{"correct", correctCases},
+            {"refused", refused},
+            {"ort_cannot_run", ortCannotCases},
             {"ort_differs_from_onnx", ortDiffersCases}};
   }
 };
@@ -99,13 +101,16 @@ Tally runCorpus(int64_t lo, int64_t hi, int64_t to, const fs::path& dir) {
       PassManager pm({true, std::nullopt, ""});
       pm.add(passes::createOpsetPass({to, std::nullopt}));
       pm.run(*model);
-      if (model->opsetVersion("") != to) tally.failures.push_back(c.name + ": the opset import is not " + std::to_string(to));
+      if (model->opsetVersion("") != to)
+        tally.failures.push_back(c.name + ": the opset import is not " + std::to_string(to));
       for (const auto& f : validateModel(*model))
         tally.failures.push_back(c.name + ": validate: " + f.check + ": " + f.where + ": " + f.message);
       writeModel(*model, c.converted.string());
     } catch (const Error& e) {
-      if (e.code() == ExitCode::Unsupported) tally.refused[c.name] = e.what();
-      else tally.failures.push_back(c.name + ": " + e.what());
+      if (e.code() == ExitCode::Unsupported)
+        tally.refused[c.name] = e.what();
+      else
+        tally.failures.push_back(c.name + ": " + e.what());
       continue;
     }
     tally.converted++;
@@ -134,8 +139,7 @@ Tally runCorpus(int64_t lo, int64_t hi, int64_t to, const fs::path& dir) {
       if (!original.ok) {
         tally.ortCannot++;
         tally.ortCannotCases.insert(c.name);
-      }
-      else {
+      } else {
         tally.failures.push_back(c.name + ": ORT runs the original but not the conversion: " + ours.error);
         wrong.insert(c.name);
       }
@@ -153,7 +157,8 @@ Tally runCorpus(int64_t lo, int64_t hi, int64_t to, const fs::path& dir) {
       // the conversion is right when it gives ORT's result bit for bit.
       if (!diff.empty() && original.ok && j < original.outputs.size() &&
           ours.outputs[j].value("data", nlohmann::json()) == original.outputs[j].value("data", nlohmann::json()) &&
-          ours.outputs[j].value("strings", nlohmann::json()) == original.outputs[j].value("strings", nlohmann::json()) &&
+          ours.outputs[j].value("strings", nlohmann::json()) ==
+              original.outputs[j].value("strings", nlohmann::json()) &&
           ours.outputs[j]["dims"] == original.outputs[j]["dims"]) {
         diff.clear();
         tally.ortDiffers++;
@@ -181,7 +186,8 @@ std::string summary(const Tally& t) {
     auto op = why.find("(ai.onnx::");
     std::string key = op == std::string::npos ? why : why.substr(op + 10);
     if (auto semi = key.find("; node"); semi != std::string::npos) key.resize(semi);
-    if (auto close = key.find("): "); close != std::string::npos) key = key.substr(0, close) + ":" + key.substr(close + 2);
+    if (auto close = key.find("): "); close != std::string::npos)
+      key = key.substr(0, close) + ":" + key.substr(close + 2);
     reasons[key.substr(0, 140)]++;
   }
   std::string s = std::to_string(t.converted) + " converted, " + std::to_string(t.correct) +
@@ -207,7 +213,8 @@ TEST_CASE("opset --to 11 on the backend corpus at opsets 12..17 keeps the expect
   WARN("opset down to 11: " << summary(t));
 }
 
-TEST_CASE("opset up to the newest opset on the backend corpus at opsets 7..11 keeps the expected outputs", "[opset][corpus]") {
+TEST_CASE("opset up to the newest opset on the backend corpus at opsets 7..11 keeps the expected outputs",
+          "[opset][corpus]") {
   test::TempDir dir;
   int64_t newest = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at("").second;
   Tally t = runCorpus(7, 11, newest, dir.path());

@@ -1,7 +1,7 @@
 // PyTorch 1.13 exports (tests/models/pytorch, written once by export.py) made
 // static and converted down to opset 11: set-shapes, fold, opset --to 11.
-// (and fold again, for what LayerNormalization-17's body brings). ONNX's checker (full check, strict shape inference) passes at opset 11 and
-// ONNX Runtime gives the original's outputs within 1e-5.
+// (and fold again, for what LayerNormalization-17's body brings). ONNX's checker (full check, strict shape inference)
+// passes at opset 11 and ONNX Runtime gives the original's outputs within 1e-5.
 #include <catch2/catch.hpp>
 
 #include "driver/pass_manager.h"
@@ -33,8 +33,10 @@ TEST_CASE("opset: PyTorch exports at opsets 13, 14, 15 and 17 go to 11 with the 
       auto original = readProto(path);
       auto model = loadModel(path.string());
       passes::SetShapesOptions shapes;
-      if (std::string(name) == "resnet") shapes.inputs["pixels"] = {2, 3, 16, 16};
-      else shapes.dims = {{"batch", 2}, {"sequence", 8}};
+      if (std::string(name) == "resnet")
+        shapes.inputs["pixels"] = {2, 3, 16, 16};
+      else
+        shapes.dims = {{"batch", 2}, {"sequence", 8}};
       PassManager pm({true, std::nullopt, ""});
       pm.add(passes::createSetShapesPass(shapes));
       pm.add(passes::createFoldPass({}));
@@ -71,9 +73,10 @@ TEST_CASE("opset: a GPT export made static but not folded is refused with the ad
   } catch (const Error& e) {
     CHECK(e.code() == ExitCode::Unsupported);
     std::string what = e.what();
-    CHECK_THAT(what, Catch::Contains("Trilu's last two dimensions are not static (fix the input shapes and fold what is "
-                                     "computed from them: `graphrw legalize` does both, or `graphrw set-shapes` then "
-                                     "`graphrw fold`)"));
+    CHECK_THAT(what,
+               Catch::Contains("Trilu's last two dimensions are not static (fix the input shapes and fold what is "
+                               "computed from them: `graphrw legalize` does both, or `graphrw set-shapes` then "
+                               "`graphrw fold`)"));
     CHECK_THAT(what, !Catch::Contains("run set-shapes first"));
   }
   // What the message advises works (the test above checks the maths): set-shapes, fold, then opset.

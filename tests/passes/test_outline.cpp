@@ -124,7 +124,7 @@ TEST_CASE("identical blocks share one callee name and body, different ones never
   auto out = toProto(*model);
   auto calls = callsIn(out.graph().node());
   REQUIRE(calls.count.size() == 2);
-  CHECK(calls.count["dense"] == 3);   // the three 32 -> 32 layers
+  CHECK(calls.count["dense"] == 3);  // the three 32 -> 32 layers
   CHECK(calls.count["dense_4"] == 1);  // the head differs in shape: its own name
   for (const auto& [callee, bodies] : calls.bodies) CHECK(bodies.size() == 1);  // one body per name
   // Weights are explicit Call inputs: activation first, then weight and bias.
@@ -174,7 +174,8 @@ TEST_CASE("calls of a local function are blocks: the body is outlined, identical
   checkValid(*model);
   checkSameMaths(proto, expanded(*model));
   SECTION("in function mode they are outlined already") {
-    auto f = runOutline(proto, outlineOf({"op_type=SimpleCustomLayer"}, passes::OutlineOptions::Mode::Function), &report);
+    auto f =
+        runOutline(proto, outlineOf({"op_type=SimpleCustomLayer"}, passes::OutlineOptions::Mode::Function), &report);
     CHECK(report["changed"] == false);
     CHECK(report["already_functions"] == 2);
   }
@@ -248,8 +249,7 @@ onnx::ModelProto scaledLayers(const std::vector<bool>& aliased) {
 
 }  // namespace
 
-TEST_CASE("blocks that pass one value where others pass two share one callee with a parameter per read",
-          "[outline]") {
+TEST_CASE("blocks that pass one value where others pass two share one callee with a parameter per read", "[outline]") {
   // Later layers aliased (PyTorch's usual case), the first aliased, and a mix.
   for (const auto& aliased : {std::vector<bool>{false, true, true}, std::vector<bool>{true, false, false},
                               std::vector<bool>{true, false, true}}) {
@@ -306,9 +306,10 @@ main (float[4] X) => (float[4] Y) {
 )");
     const char* names[] = {"blk/relu", "other/neg", "blk/add"};
     for (int i = 0; i < 3; ++i) proto.mutable_graph()->mutable_node(i)->set_name(names[i]);
-    CHECK_THROWS_WITH(runOutline(proto, outlineOf({"scope=blk"})),
-                      Catch::Contains("block 'blk' is not convex: a path leaves it at node 'blk/relu', runs through node "
-                                      "'other/neg' outside it and comes back at node 'blk/add'"));
+    CHECK_THROWS_WITH(
+        runOutline(proto, outlineOf({"scope=blk"})),
+        Catch::Contains("block 'blk' is not convex: a path leaves it at node 'blk/relu', runs through node "
+                        "'other/neg' outside it and comes back at node 'blk/add'"));
   }
   SECTION("__ipu_number: carried to the Call; different values in one block are an error") {
     auto proto = repeatedDense();

@@ -113,24 +113,30 @@ TEST_CASE("pattern: constraints, the CLI with a rules file and --dry-run", "[pat
   TempDir dir;
   writeProto(parseModel(R"(
 <ir_version: 8, opset_import: ["" : 14]>
-g (float[2, 4] x, float[4, 4] act) => (float[2, 4] y, float[2, 4] z) <float[4, 4] w = {1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0}> {
+g (float[2, 4] x, float[4, 4] act) => (float[2, 4] y, float[2, 4] z) <float[4, 4] w = {1.0, 0.0, 0.0, 0.0, 0.0, 1.0,
+    0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0}> {
   y = MatMul (x, w)
   z = MatMul (x, act)
 }
 )"),
              dir / "m.onnx");
-  nlohmann::json rules = {{"rules", {{{"match", "<domain: \"p\", opset_import: [\"\" : 14]>\nM (a, b) => (c) { c = MatMul (a, b) }\n"},
-                                      {"replace", "<domain: \"p\", opset_import: [\"\" : 14]>\nM (a, b) => (c) {\n  t = Transpose (b)\n  u = Transpose (t)\n  c = MatMul (a, u)\n}\n"},
-                                      {"weights", {"b"}}}}}};
+  nlohmann::json rules = {
+      {"rules",
+       {{{"match", "<domain: \"p\", opset_import: [\"\" : 14]>\nM (a, b) => (c) { c = MatMul (a, b) }\n"},
+         {"replace",
+          "<domain: \"p\", opset_import: [\"\" : 14]>\nM (a, b) => (c) {\n  t = Transpose (b)\n  u = Transpose (t)\n  "
+          "c = MatMul (a, u)\n}\n"},
+         {"weights", {"b"}}}}}};
   writeFile(dir / "rules.json", rules.dump());
-  std::string base = graphrwBin() + " pattern " + (dir / "m.onnx").string() + " --rules " + (dir / "rules.json").string();
+  std::string base =
+      graphrwBin() + " pattern " + (dir / "m.onnx").string() + " --rules " + (dir / "rules.json").string();
   auto dry = run(base + " --dry-run --report -");
   REQUIRE(dry.status == 0);
   auto report = nlohmann::json::parse(dry.out);
   const auto& pass = report["passes"][0];
   CHECK(pass["rules"][0]["matched"] == 1);  // only the MatMul on a weight
   CHECK(pass["rules"][0]["at"][0] == "the node producing 'y' (ai.onnx::MatMul)");
-  CHECK(pass["weights_folded"] == 2);       // Transpose of Transpose of the weight, folded
+  CHECK(pass["weights_folded"] == 2);  // Transpose of Transpose of the weight, folded
   CHECK_FALSE(fs::exists(dir / "m.patterned.onnx"));
   auto written = run(base + " -o " + (dir / "out.onnx").string());
   CHECK(written.status == 0);
@@ -184,8 +190,9 @@ TEST_CASE("pattern library: the decomposed LayerNorm to PopART's GroupNormalizat
   checkSameMaths(original, *at17, 1e-4, 40);
 }
 
-TEST_CASE("pattern library on a 3-layer BERT-style export: 3 GELU, 7 LayerNorm (6 in the layers), 3 q/k/v, none overlapping",
-          "[pattern][pytorch]") {
+TEST_CASE(
+    "pattern library on a 3-layer BERT-style export: 3 GELU, 7 LayerNorm (6 in the layers), 3 q/k/v, none overlapping",
+    "[pattern][pytorch]") {
   fs::path path = root() / "tests" / "models" / "pytorch" / "bert3-opset15.onnx";
   auto original = readProto(path);
   auto model = loadModel(path.string());
@@ -206,7 +213,8 @@ TEST_CASE("pattern library on a 3-layer BERT-style export: 3 GELU, 7 LayerNorm (
 TEST_CASE("seed case 10: examples/ipu-bert-pretraining.rules.json on a 4-layer BERT, 4 stages on 4 IPUs",
           "[pattern][place][popart]") {
   TempDir dir;
-  REQUIRE(run(std::string(GRAPHRW_GEN_BERT) + " -o " + (dir / "bert4.onnx").string() + " --layers 4 --seq 16 --batch 1").status == 0);
+  REQUIRE(run(std::string(GRAPHRW_GEN_BERT) + " -o " + (dir / "bert4.onnx").string() + " --layers 4 --seq 16 --batch 1")
+              .status == 0);
   auto original = readProto(dir / "bert4.onnx");
   auto model = loadModel((dir / "bert4.onnx").string());
   PassManager pm({true, std::nullopt, ""});
@@ -226,7 +234,8 @@ TEST_CASE("seed case 10: examples/ipu-bert-pretraining.rules.json on a 4-layer B
     int64_t layer = n->name().view().back() - '0';
     CHECK(n->attribute("__pipeline_stage")->proto().i() == layer);
     CHECK(n->attribute("__ipu_number")->proto().i() == layer);
-    for (const auto& inner : n->attribute("callee")->g()->nodes()) CHECK(inner->attribute("__ipu_number")->proto().i() == layer);
+    for (const auto& inner : n->attribute("callee")->g()->nodes())
+      CHECK(inner->attribute("__ipu_number")->proto().i() == layer);
   }
   checkSameMaths(original, mapBack(*model), 1e-4, 2);
 }
@@ -234,7 +243,8 @@ TEST_CASE("seed case 10: examples/ipu-bert-pretraining.rules.json on a 4-layer B
 TEST_CASE("pattern library: q/k/v fusion without biases, a weight shared by two matches folded once", "[pattern]") {
   auto m = parseModel(R"(
 <ir_version: 8, opset_import: ["" : 14]>
-g (float[2, 4] x, float[2, 4] z) => (float[2, 4] q, float[2, 4] k, float[2, 4] v, float[2, 4] q2, float[2, 4] k2, float[2, 4] v2)
+g (float[2, 4] x, float[2, 4] z) => (float[2, 4] q, float[2, 4] k, float[2, 4] v, float[2, 4] q2, float[2, 4] k2,
+    float[2, 4] v2)
   <float[4, 4] wq = {1.0, 2.0, 0.0, 0.0, 0.0, 1.0, 0.5, 0.0, 0.0, 0.0, 1.0, 3.0, 1.0, 0.0, 0.0, 1.0},
    float[4, 4] wk = {0.5, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 2.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.5},
    float[4, 4] wv = {0.0, 1.0, 1.0, 0.0, 2.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 2.0, 0.0, 3.0, 1.0, 0.0}> {
@@ -250,7 +260,7 @@ g (float[2, 4] x, float[2, 4] z) => (float[2, 4] q, float[2, 4] k, float[2, 4] v
   auto report = runRuleFile(*model, "qkv-fusion");
   INFO(report.dump());
   CHECK(matched(report[0]) == 2);
-  CHECK(report[0]["weights_folded"] == 2);       // each match's Concat is folded...
+  CHECK(report[0]["weights_folded"] == 2);  // each match's Concat is folded...
   CHECK(report[0]["initializers_created"] == 1);  // ...into one new initializer: the same weights, computed once
   CHECK(report[0]["initializers_removed"] == 3);  // wq, wk, wv: nothing reads them any more
   CHECK(ops(*model)["MatMul"] == 2);
@@ -267,8 +277,8 @@ TEST_CASE("pattern library as shipped on the command line: alternatives, every o
   // gelu: one of its four alternative forms is in each export: exit 0, at every opset.
   for (const char* m : {"bert-opset13", "bert-opset14", "bert-opset15", "bert-opset17", "gpt-opset14", "gpt-opset17"}) {
     INFO(m);
-    auto r = run(graphrwBin() + " pattern " + q(models / (std::string(m) + ".onnx")) + " --rules " + q(lib / "gelu.rules.json") +
-                 " -o " + q(dir / "g.onnx"));
+    auto r = run(graphrwBin() + " pattern " + q(models / (std::string(m) + ".onnx")) + " --rules " +
+                 q(lib / "gelu.rules.json") + " -o " + q(dir / "g.onnx"));
     CHECK(r.status == 0);
     CHECK(r.err.find("matched nothing") == std::string::npos);  // the forms a model lacks are not even warnings
   }
@@ -293,7 +303,8 @@ TEST_CASE("pattern library as shipped on the command line: alternatives, every o
   REQUIRE(r.status == 0);
   auto both = nlohmann::json::parse(readFile(dir / "d.json"))["passes"][0]["rules"];
   size_t dropouts = 0, gelus = 0;
-  for (const auto& rule : both) (rule["rule"].get<std::string>().starts_with("Dropout") ? dropouts : gelus) += rule["matched"].get<size_t>();
+  for (const auto& rule : both)
+    (rule["rule"].get<std::string>().starts_with("Dropout") ? dropouts : gelus) += rule["matched"].get<size_t>();
   CHECK(dropouts == 25);
   CHECK(gelus == 13);
   CHECK(countOp(readProto(dir / "d.onnx"), "Dropout") == 0);
@@ -315,8 +326,10 @@ TEST_CASE("pattern: a rule's own allow_no_match, and rules outside a library sti
 g (float[2] x) => (float[2] y) { y = Relu(x) }
 )");
   const char* rules = R"({"rules": [
-    {"match": "<domain: \"p\", opset_import: [\"\" : 13]>\nR (x) => (y) { y = Relu (x) }", "replace": "<domain: \"p\", opset_import: [\"\" : 13]>\nR (x) => (y) { y = Sigmoid (x) }"},
-    {"match": "<domain: \"p\", opset_import: [\"\" : 13]>\nT (x) => (y) { y = Tanh (x) }", "replace": "<domain: \"p\", opset_import: [\"\" : 13]>\nT (x) => (y) { y = Relu (x) }"ALLOW}
+    {"match": "<domain: \"p\", opset_import: [\"\" : 13]>\nR (x) => (y) { y = Relu (x) }",
+        "replace": "<domain: \"p\", opset_import: [\"\" : 13]>\nR (x) => (y) { y = Sigmoid (x) }"},
+    {"match": "<domain: \"p\", opset_import: [\"\" : 13]>\nT (x) => (y) { y = Tanh (x) }",
+        "replace": "<domain: \"p\", opset_import: [\"\" : 13]>\nT (x) => (y) { y = Relu (x) }"ALLOW}
   ]})";
   std::string strict = rules, lenient = rules;
   strict.replace(strict.find("ALLOW"), 5, "");
@@ -324,7 +337,8 @@ g (float[2] x) => (float[2] y) { y = Relu(x) }
   writeFile(dir / "strict.json", strict);
   writeFile(dir / "lenient.json", lenient);
   writeProto(model, dir / "m.onnx");
-  auto r = run(graphrwBin() + " pattern '" + (dir / "m.onnx").string() + "' --rules '" + (dir / "strict.json").string() + "' -o -");
+  auto r = run(graphrwBin() + " pattern '" + (dir / "m.onnx").string() + "' --rules '" +
+               (dir / "strict.json").string() + "' -o -");
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("/rules/1: rule 'T' matched nothing"));
   r = run(graphrwBin() + " pattern '" + (dir / "m.onnx").string() + "' --rules '" + (dir / "lenient.json").string() +
@@ -350,9 +364,12 @@ g (float[2] x, bool c) => (float[2] y, float[2] z, float[2] w) {
 }
 )");
   const char* rules = R"({"rules": [
-    {"match": "<domain: \"p\", opset_import: [\"\" : 13]>\nA (x) => (y) { a = Abs (x)  y = Neg (a) }", "replace": "<domain: \"p\", opset_import: [\"\" : 13]>\nA (x) => (y) { y = Relu (x) }"},
-    {"match": "<domain: \"p\", opset_import: [\"\" : 13]>\nB (x) => (y) { y = Relu (x) }", "replace": "<domain: \"p\", opset_import: [\"\" : 13]>\nB (x) => (y) { y = Sigmoid (x) }"},
-    {"match": "<domain: \"p\", opset_import: [\"\" : 13]>\nC (x) => (y) { y = Abs (x) }", "replace": "<domain: \"p\", opset_import: [\"\" : 13]>\nC (x) => (y) { y = Tanh (x) }", "allow_no_match": true}
+    {"match": "<domain: \"p\", opset_import: [\"\" : 13]>\nA (x) => (y) { a = Abs (x)  y = Neg (a) }",
+        "replace": "<domain: \"p\", opset_import: [\"\" : 13]>\nA (x) => (y) { y = Relu (x) }"},
+    {"match": "<domain: \"p\", opset_import: [\"\" : 13]>\nB (x) => (y) { y = Relu (x) }",
+        "replace": "<domain: \"p\", opset_import: [\"\" : 13]>\nB (x) => (y) { y = Sigmoid (x) }"},
+    {"match": "<domain: \"p\", opset_import: [\"\" : 13]>\nC (x) => (y) { y = Abs (x) }",
+        "replace": "<domain: \"p\", opset_import: [\"\" : 13]>\nC (x) => (y) { y = Tanh (x) }", "allow_no_match": true}
   ]})";
   writeFile(dir / "rules.json", rules);
   writeProto(model, dir / "m.onnx");
@@ -380,18 +397,25 @@ g (float[2] x, bool c) => (float[2] y, float[2] z, float[2] w) {
 
 TEST_CASE("pattern: the report names the first 1,000 matches of a rule and counts the rest", "[pattern]") {
   // 1,003 Abs -> Neg pairs in a chain.
-  std::string text = "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[4] x) => (float[4] y) {\n  v0 = Identity (x)\n";
+  std::string text =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[4] x) => (float[4] y) {\n  v0 = Identity (x)\n";
   const int pairs = 1003;
   for (int i = 0; i < pairs; ++i)
-    text += "  a" + std::to_string(i) + " = Abs (v" + std::to_string(i) + ")\n  v" + std::to_string(i + 1) + " = Neg (a" +
-            std::to_string(i) + ")\n";
+    text += "  a" + std::to_string(i) + " = Abs (v" + std::to_string(i) + ")\n  v" + std::to_string(i + 1) +
+            " = Neg (a" + std::to_string(i) + ")\n";
   text += "  y = Identity (v" + std::to_string(pairs) + ")\n}\n";
   auto model = loadModel(parseModel(text));
   TempDir dir;
-  nlohmann::json rules = {{"version", 1},
-                          {"passes", {{{"pass", "pattern"}, {"rules", {{
-      {"match", "<domain: \"b\", opset_import: [\"\" : 17]>\nAbsNeg (x) => (y) {\n  a = Abs (x)\n  y = Neg (a)\n}\n"},
-      {"replace", "<domain: \"b\", opset_import: [\"\" : 17]>\nNegAbs (x) => (y) {\n  a = Neg (x)\n  y = Abs (a)\n}\n"}}}}}}}};
+  nlohmann::json rules = {
+      {"version", 1},
+      {"passes",
+       {{{"pass", "pattern"},
+         {"rules",
+          {{{"match",
+             "<domain: \"b\", opset_import: [\"\" : 17]>\nAbsNeg (x) => (y) {\n  a = Abs (x)\n  y = Neg (a)\n}\n"},
+            {"replace",
+             "<domain: \"b\", opset_import: [\"\" : 17]>\nNegAbs (x) => (y) {\n  a = Neg (x)\n  y = Abs "
+             "(a)\n}\n"}}}}}}}};
   writeFile(dir / "rules.json", rules.dump());
   PassManager pm({true, std::nullopt, ""});
   for (auto& p : loadRules((dir / "rules.json").string()).passes) pm.add(p);

@@ -44,7 +44,8 @@ size_t matched(const nlohmann::json& report) { return report["rules"][0]["matche
 onnx::ModelProto doublingModel(int depth, bool fits = false) {
   std::string body = fits ? "  a0 = Mul (x, x)\n" : "  a0 = Mul (x, z)\n";
   for (int i = 1; i <= depth; ++i)
-    body += "  a" + std::to_string(i) + " = Add (a" + std::to_string(i - 1) + (fits ? ", x" : ", a" + std::to_string(i - 1)) + ")\n";
+    body += "  a" + std::to_string(i) + " = Add (a" + std::to_string(i - 1) +
+            (fits ? ", x" : ", a" + std::to_string(i - 1)) + ")\n";
   return parseModel("<ir_version: 8, opset_import: [\"\" : 14]>\ng (float[2] x, float[2] z) => (float[2] a" +
                     std::to_string(depth) + ") {\n" + body + "}\n");
 }
@@ -77,7 +78,8 @@ TEST_CASE("pattern search: a commutative chain failing at its leaf is not retrie
   CHECK(ops(*m, "Add") == 40);
 
   // The chain read so that the match fits: one match, the whole chain replaced.
-  auto ok = runPass(doublingModel(40, true), passes::createPatternPass(rule(doublingMatch(40), doublingReplace(40))), &report);
+  auto ok = runPass(doublingModel(40, true), passes::createPatternPass(rule(doublingMatch(40), doublingReplace(40))),
+                    &report);
   CHECK(matched(report) == 1);
   CHECK(ops(*ok, "Add") == 0);
 
@@ -99,13 +101,15 @@ TEST_CASE("pattern search: a 500-node chain pattern on a 5000-node chain matches
           "[pattern][hostile]") {
   std::string body = "  r0 = Relu (x)\n";
   for (int i = 1; i < 5000; ++i) body += "  r" + std::to_string(i) + " = Relu (r" + std::to_string(i - 1) + ")\n";
-  auto model = parseModel("<ir_version: 8, opset_import: [\"\" : 14]>\ng (float[2] x) => (float[2] r4999) {\n" + body + "}\n");
+  auto model =
+      parseModel("<ir_version: 8, opset_import: [\"\" : 14]>\ng (float[2] x) => (float[2] r4999) {\n" + body + "}\n");
   std::string match = "  q0 = Relu (x)\n";
   for (int i = 1; i < 500; ++i) match += "  q" + std::to_string(i) + " = Relu (q" + std::to_string(i - 1) + ")\n";
   nlohmann::json report;
-  auto m = runPass(model, passes::createPatternPass(rule(fn("Chain", "(x) => (q499)", match),
-                                                         fn("One", "(x) => (y)", "  y = Relu (x)\n"))),
-                   &report);
+  auto m = runPass(
+      model,
+      passes::createPatternPass(rule(fn("Chain", "(x) => (q499)", match), fn("One", "(x) => (y)", "  y = Relu (x)\n"))),
+      &report);
   CHECK(matched(report) == 10);  // non-overlapping, in graph order
   CHECK(ops(*m, "Relu") == 10);
 }
@@ -118,8 +122,9 @@ TEST_CASE("pattern search: the step budget ends an attempt with exit 5 naming th
     FAIL("no error");
   } catch (const Error& e) {
     CHECK(e.code() == ExitCode::Unsupported);
-    CHECK_THAT(e.what(), Catch::Contains("test: rule 'Deep': matching at the node producing 'a") && Catch::Contains("(ai.onnx::Add) took") &&
-                             Catch::Contains("took more than 5 steps") && Catch::Contains("--max-match-steps"));
+    CHECK_THAT(e.what(), Catch::Contains("test: rule 'Deep': matching at the node producing 'a") &&
+                             Catch::Contains("(ai.onnx::Add) took") && Catch::Contains("took more than 5 steps") &&
+                             Catch::Contains("--max-match-steps"));
   }
   // A budget the search fits in gives the answer.
   nlohmann::json report;

@@ -91,7 +91,8 @@ TEST_CASE("place: matched nodes in their stage, the rest following the data, ide
   CHECK(readFile(dir / "once.onnx") == readFile(dir / "twice.onnx"));
   CHECK(report["attributes_written"] == 0);
   auto shown = run(graphrwBin() + " inspect " + (dir / "once.onnx").string());
-  CHECK_THAT(shown.out, Catch::Contains("placement:\n  stage 0: 3 nodes\n  stage 1: 2 nodes\n  ipu 0: 3 nodes\n  ipu 1: 2 nodes"));
+  CHECK_THAT(shown.out,
+             Catch::Contains("placement:\n  stage 0: 3 nodes\n  stage 1: 2 nodes\n  ipu 0: 3 nodes\n  ipu 1: 2 nodes"));
 }
 
 TEST_CASE("place: unmatched nodes follow their latest producer, or their first consumer", "[place]") {
@@ -121,8 +122,9 @@ TEST_CASE("place: errors name the selector, the node and the edge", "[place]") {
   CHECK_THROWS_WITH(runPass(chain(), passes::createPlacePass(stages({"scope=/l0/", "op_type=Relu"}))),
                     Catch::Contains("is matched by stage 0 ('scope=/l0/') and by stage 1 ('op_type=Relu')"));
   // The head before the layer it reads: an edge from a later stage.
-  CHECK_THROWS_WITH(runPass(chain(), passes::createPlacePass(stages({"scope=/head/", "scope=/l0/"}))),
-                    Catch::Contains("node '/head/sigmoid' (ai.onnx::Sigmoid) in stage 0 reads 'd' from node '/l1/tanh'"));
+  CHECK_THROWS_WITH(
+      runPass(chain(), passes::createPlacePass(stages({"scope=/head/", "scope=/l0/"}))),
+      Catch::Contains("node '/head/sigmoid' (ai.onnx::Sigmoid) in stage 0 reads 'd' from node '/l1/tanh'"));
   CHECK_THROWS_WITH(runPass(chain(), passes::createPlacePass(stages({"scope=/l0/"}, {0, 1}))),
                     Catch::Contains("2 IPUs given for 1 stage"));
 }
@@ -133,7 +135,8 @@ TEST_CASE("place: what an If's branch reads from the main graph counts as the If
 g (bool c, float[2] x) => (float[2] y) {
   a = Relu (x)
   late = Neg (x)
-  y = If (c) <then_branch = t () => (float[2] tv) { tv = Abs (late) }, else_branch = e () => (float[2] ev) { ev = Abs (a) }>
+  y = If (c) <then_branch = t () => (float[2] tv) { tv = Abs (late) },
+      else_branch = e () => (float[2] ev) { ev = Abs (a) }>
 }
 )");
   const char* names[] = {"/l0/relu", "/l1/neg", "/l0/if"};
@@ -167,8 +170,10 @@ TEST_CASE("place: after the PopART rule file, Calls and their callees are placed
   auto model = loadModel(path.string());
   PassManager pm({true, std::nullopt, ""});
   pm.add(exportShapes(*model));
-  for (auto& p : loadRules((fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "popart.rules.json").string()).passes) pm.add(p);
-  pm.add(passes::createPlacePass(stages({"scope=/words/|scope=/positions/|scope=/ln/|scope=/layers.0", "scope=/layers.1"}, {0, 1})));
+  for (auto& p : loadRules((fs::path(GRAPHRW_SOURCE_DIR) / "examples" / "popart.rules.json").string()).passes)
+    pm.add(p);
+  pm.add(passes::createPlacePass(
+      stages({"scope=/words/|scope=/positions/|scope=/ln/|scope=/layers.0", "scope=/layers.1"}, {0, 1})));
   auto report = pm.run(*model);
   INFO(report.dump());
   size_t calls = 0;
@@ -210,15 +215,16 @@ g (int64[2] ids) => (float[2, 5] y) <float[5, 3] E = {1, 2, 3, 4, 5, 6, 7, 8, 9,
   y = MatMul (c, Et)
 }
 )");
-  const char* names[] = {"/embeddings/Gather", "/layer.0/Relu", "/layer.1/Tanh", "/layer.2/Sigmoid", "/head/Transpose",
-                         "/head/MatMul"};
+  const char* names[] = {"/embeddings/Gather", "/layer.0/Relu",   "/layer.1/Tanh",
+                         "/layer.2/Sigmoid",   "/head/Transpose", "/head/MatMul"};
   for (int i = 0; i < m.graph().node_size(); ++i) m.mutable_graph()->mutable_node(i)->set_name(names[i]);
   return m;
 }
 
 }  // namespace
 
-TEST_CASE("place refuses a weight read on two IPUs while pipelining, and says which --ipus would do", "[place][training]") {
+TEST_CASE("place refuses a weight read on two IPUs while pipelining, and says which --ipus would do",
+          "[place][training]") {
   auto m = tiedHead();
   auto four = stages({"scope=/embeddings/", "scope=/layer.0/", "scope=/layer.1/", "scope=/layer.2/|scope=/head/"});
   try {
@@ -227,9 +233,9 @@ TEST_CASE("place refuses a weight read on two IPUs while pipelining, and says wh
   } catch (const Error& e) {
     CHECK(e.code() == ExitCode::Usage);
     CHECK_THAT(e.what(), Catch::Contains("weight 'E' is read by") && Catch::Contains("'/embeddings/Gather'") &&
-                             Catch::Contains("'/head/Transpose'") &&
-                             Catch::Contains("(stage 0, IPU 0)") && Catch::Contains("(stage 3, IPU 3)") &&
-                             Catch::Contains("pipeline.cpp:142") && Catch::Contains("--ipus 0,1,2,0"));
+                             Catch::Contains("'/head/Transpose'") && Catch::Contains("(stage 0, IPU 0)") &&
+                             Catch::Contains("(stage 3, IPU 3)") && Catch::Contains("pipeline.cpp:142") &&
+                             Catch::Contains("--ipus 0,1,2,0"));
   }
   // What it suggests places the model, and PopART's import would take it.
   auto suggested = four;
@@ -293,8 +299,8 @@ TEST_CASE("place --untie: parameters PyTorch merged for equal values get their o
     FAIL("placed");
   } catch (const Error& e) {
     CHECK(e.code() == ExitCode::Usage);
-    CHECK_THAT(e.what(), Catch::Contains("weight 'ln.") && Catch::Contains("ai.onnx::Identity") &&
-                             Catch::Contains("--untie"));
+    CHECK_THAT(e.what(),
+               Catch::Contains("weight 'ln.") && Catch::Contains("ai.onnx::Identity") && Catch::Contains("--untie"));
   }
   auto untie = two;
   untie.untie = true;

@@ -17,7 +17,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path pytorch(const std::string& name) { return fs::path(GRAPHRW_SOURCE_DIR) / "tests" / "models" / "pytorch" / name; }
+fs::path pytorch(const std::string& name) {
+  return fs::path(GRAPHRW_SOURCE_DIR) / "tests" / "models" / "pytorch" / name;
+}
 
 std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
 
@@ -54,8 +56,10 @@ void checkTwelveLayersOnFourIpus(const TiedExport& e) {
           q(dir / "report.json"));
   REQUIRE(r.status == 0);
   auto placed = readProto(dir / "placed.onnx");
-  auto firstPin = SelectorSet::fromJson(passes::selectorsFromFlag(e.firstPin), [](const std::string& p) { return p; }, "");
-  auto lastPin = SelectorSet::fromJson(passes::selectorsFromFlag(e.lastPin), [](const std::string& p) { return p; }, "");
+  auto firstPin = SelectorSet::fromJson(
+      passes::selectorsFromFlag(e.firstPin), [](const std::string& p) { return p; }, "");
+  auto lastPin = SelectorSet::fromJson(
+      passes::selectorsFromFlag(e.lastPin), [](const std::string& p) { return p; }, "");
   std::map<int64_t, std::set<int>> layersPerIpu;
   auto loaded = loadModel((dir / "placed.onnx").string());
   size_t pinnedFirst = 0, pinnedLast = 0;
@@ -65,7 +69,8 @@ void checkTwelveLayersOnFourIpus(const TiedExport& e) {
     const auto* stage = n->attribute("__pipeline_stage");
     REQUIRE(ipu);
     REQUIRE(stage);
-    if (int layer = layerNumber(n->name().str(), e.layerScope); layer >= 0) layersPerIpu[ipu->proto().i()].insert(layer);
+    if (int layer = layerNumber(n->name().str(), e.layerScope); layer >= 0)
+      layersPerIpu[ipu->proto().i()].insert(layer);
     if (firstPin.matches(*n)) {
       ++pinnedFirst;
       CHECK(stage->proto().i() == 0);
@@ -132,8 +137,12 @@ g (float[2] x) => (float[2] y) {
   y = Relu (e)
 }
 )"));
-  std::vector<std::string> names = {"/bert/encoder/layer.3/attention/self/MatMul", "/layer1/layer1.0/conv1/Conv",
-                                    "/h_11/mlp/Add", "Identity_9", "/cls/transform/Mul_1/GeluErf", "/layers.0"};
+  std::vector<std::string> names = {"/bert/encoder/layer.3/attention/self/MatMul",
+                                    "/layer1/layer1.0/conv1/Conv",
+                                    "/h_11/mlp/Add",
+                                    "Identity_9",
+                                    "/cls/transform/Mul_1/GeluErf",
+                                    "/layers.0"};
   std::vector<std::string> expected = {"/bert/encoder/layer.3", "/layer1/layer1.0", "/h_11", "", "", ""};
   size_t i = 0;
   for (const auto& n : model->graph().nodes()) {
@@ -147,20 +156,23 @@ g (float[2] x) => (float[2] y) {
 
 TEST_CASE("place --auto on a 12-layer PyTorch BERT MLM export: 4 IPUs, embedding and tied head on IPU 0, 3 layers each",
           "[place][auto][pytorch]") {
-  checkTwelveLayersOnFourIpus({"bert-mlm-train-opset15.onnx", "/encoder/layer.", "scope=/bert/embeddings/", "scope=/cls/",
-                               "bert.embeddings.word_embeddings.weight"});
+  checkTwelveLayersOnFourIpus({"bert-mlm-train-opset15.onnx", "/encoder/layer.", "scope=/bert/embeddings/",
+                               "scope=/cls/", "bert.embeddings.word_embeddings.weight"});
 }
 
-TEST_CASE("place --auto on a 12-layer PyTorch GPT-2 LM export: 4 IPUs, embeddings and tied head on IPU 0, 3 layers each",
-          "[place][auto][pytorch]") {
-  checkTwelveLayersOnFourIpus({"gpt2-lm-train-opset15.onnx", "/transformer/h.", "scope=/transformer/wte/|scope=/transformer/wpe/",
+TEST_CASE(
+    "place --auto on a 12-layer PyTorch GPT-2 LM export: 4 IPUs, embeddings and tied head on IPU 0, 3 layers each",
+    "[place][auto][pytorch]") {
+  checkTwelveLayersOnFourIpus({"gpt2-lm-train-opset15.onnx", "/transformer/h.",
+                               "scope=/transformer/wte/|scope=/transformer/wpe/",
                                "scope=/transformer/ln_f/|scope=/lm_head/", "transformer.wte.weight"});
 }
 
-TEST_CASE("place --auto: the split a user would write by hand, byte for byte, and a stage pinned by --stage", "[place][auto]") {
+TEST_CASE("place --auto: the split a user would write by hand, byte for byte, and a stage pinned by --stage",
+          "[place][auto]") {
   TempDir dir;
-  auto r = run(graphrwBin() + " -q legalize " + q(pytorch("bert3-opset15.onnx")) + " --dim batch=2 --dim sequence=8 -o " +
-               q(dir / "legal.onnx"));
+  auto r = run(graphrwBin() + " -q legalize " + q(pytorch("bert3-opset15.onnx")) +
+               " --dim batch=2 --dim sequence=8 -o " + q(dir / "legal.onnx"));
   REQUIRE(r.status == 0);
   r = run(graphrwBin() + " -q place " + q(dir / "legal.onnx") + " --auto 3 --untie -o " + q(dir / "auto.onnx"));
   REQUIRE(r.status == 0);
@@ -182,22 +194,24 @@ TEST_CASE("place --auto: the split a user would write by hand, byte for byte, an
   // The same as a rule file.
   writeFile(dir / "rules.json", R"({"version": 1, "passes": [{"pass": "place", "auto": 2, "untie": true,
     "pin": [{"stage": 0, "select": {"scope": "/layers.1/"}}]}]})");
-  r = run(graphrwBin() + " -q run " + q(dir / "rules.json") + " " + q(dir / "legal.onnx") + " -o " + q(dir / "rules.onnx"));
+  r = run(graphrwBin() + " -q run " + q(dir / "rules.json") + " " + q(dir / "legal.onnx") + " -o " +
+          q(dir / "rules.onnx"));
   REQUIRE(r.status == 0);
   CHECK(readFile(dir / "rules.onnx") == readFile(dir / "pinned.onnx"));
 }
 
 TEST_CASE("place --auto: what cannot be done says why, and how much memory is missing", "[place][auto]") {
   TempDir dir;
-  auto r = run(graphrwBin() + " -q legalize " + q(pytorch("bert3-opset15.onnx")) + " --dim batch=2 --dim sequence=8 -o " +
-               q(dir / "legal.onnx"));
+  auto r = run(graphrwBin() + " -q legalize " + q(pytorch("bert3-opset15.onnx")) +
+               " --dim batch=2 --dim sequence=8 -o " + q(dir / "legal.onnx"));
   REQUIRE(r.status == 0);
   std::string place = graphrwBin() + " -q place " + q(dir / "legal.onnx") + " --untie -o " + q(dir / "out.onnx") + " ";
   // Layer 0's stage holds the embeddings too: 20544 bytes of weights and 10304 of live activations.
   r = run(place + "--auto 3 --ipu-memory 25KiB");
   CHECK(r.status == 2);
-  CHECK_THAT(r.err, Catch::Contains("place --auto 3: no placement fits 25.0 KiB per IPU; the one needing the least memory: "
-                                    "stage 0 needs 30.1 KiB (5.1 KiB missing)"));
+  CHECK_THAT(r.err,
+             Catch::Contains("place --auto 3: no placement fits 25.0 KiB per IPU; the one needing the least memory: "
+                             "stage 0 needs 30.1 KiB (5.1 KiB missing)"));
   CHECK_FALSE(fs::exists(dir / "out.onnx"));
   r = run(place + "--auto 3 --pin '0=scope=/layers.2/'");
   CHECK(r.status == 2);
@@ -264,27 +278,32 @@ g (float[4,8] x) => (float[4,8] y) <float[8,8] w = {1,0,0,0,0,0,0,0, 0,1,0,0,0,0
   CHECK(placed.report["units"] == "layers");
 }
 
-TEST_CASE("place --auto --batch and --costs: the micro-batch and a calibration change what fits, from flags and rule files",
-          "[place][auto][calibration]") {
+TEST_CASE(
+    "place --auto --batch and --costs: the micro-batch and a calibration change what fits, from flags and rule files",
+    "[place][auto][calibration]") {
   TempDir dir;
-  auto r = run(graphrwBin() + " -q legalize " + q(pytorch("bert3-opset15.onnx")) + " --dim batch=2 --dim sequence=8 -o " +
-               q(dir / "legal.onnx"));
+  auto r = run(graphrwBin() + " -q legalize " + q(pytorch("bert3-opset15.onnx")) +
+               " --dim batch=2 --dim sequence=8 -o " + q(dir / "legal.onnx"));
   REQUIRE(r.status == 0);
-  std::string place = graphrwBin() + " -q place " + q(dir / "legal.onnx") + " --untie -o " + q(dir / "out.onnx") + " --auto 3 ";
+  std::string place =
+      graphrwBin() + " -q place " + q(dir / "legal.onnx") + " --untie -o " + q(dir / "out.onnx") + " --auto 3 ";
   r = run(place + "--ipu-memory 40KiB");
   REQUIRE(r.status == 0);
   fs::remove(dir / "out.onnx");
   // Batch 16 instead of 2: 8 times the activations (10304 bytes kept live in stage 0), the same 20544 bytes of weights.
   r = run(place + "--ipu-memory 40KiB --batch 16");
   CHECK(r.status == 2);
-  CHECK_THAT(r.err, Catch::Contains("no placement fits 40.0 KiB per IPU; the one needing the least memory: stage 0 needs 92.6 KiB"));
+  CHECK_THAT(
+      r.err,
+      Catch::Contains("no placement fits 40.0 KiB per IPU; the one needing the least memory: stage 0 needs 92.6 KiB"));
   CHECK_FALSE(fs::exists(dir / "out.onnx"));
   // A reserve of 15 KiB leaves 25 KiB for the tensors.
   writeFile(dir / "calibration.json", R"({"reserve": "15KiB", "ops": {"Softmax": {"flops_per_element": 10}}})");
   r = run(place + "--ipu-memory 40KiB --costs " + q(dir / "calibration.json"));
   CHECK(r.status == 2);
-  CHECK_THAT(r.err, Catch::Contains("no placement fits 25.0 KiB (40.0 KiB less the 15.0 KiB reserve) per IPU; the one needing "
-                                    "the least memory: stage 0 needs 30.1 KiB (5.1 KiB missing)"));
+  CHECK_THAT(r.err,
+             Catch::Contains("no placement fits 25.0 KiB (40.0 KiB less the 15.0 KiB reserve) per IPU; the one needing "
+                             "the least memory: stage 0 needs 30.1 KiB (5.1 KiB missing)"));
   writeFile(dir / "huge.json", R"({"reserve": "1GiB"})");
   r = run(place + "--costs " + q(dir / "huge.json"));
   CHECK(r.status == 2);
@@ -311,7 +330,8 @@ TEST_CASE("place --auto --batch and --costs: the micro-batch and a calibration c
   CHECK(calibrated["batch"] == 4);
   CHECK(calibrated["model_batch"] == 2);
   uint64_t added = 0;
-  for (size_t k = 0; k < 3; ++k) added += calibrated["stages"][k]["flops"].get<uint64_t>() - plain["stages"][k]["flops"].get<uint64_t>();
+  for (size_t k = 0; k < 3; ++k)
+    added += calibrated["stages"][k]["flops"].get<uint64_t>() - plain["stages"][k]["flops"].get<uint64_t>();
   CHECK(added == 3 * (4 * 2 * 8 * 8) * 10);
   // In a rule file: the calibration inline, or a file named relative to the rule file.
   fs::create_directories(dir / "rules");
@@ -320,13 +340,15 @@ TEST_CASE("place --auto --batch and --costs: the micro-batch and a calibration c
     INFO(costs);
     writeFile(dir / "rules" / "place.json", R"({"version": 1, "passes": [{"pass": "place", "auto": 3, "untie": true,
       "batch": 4, "costs": )" + costs + "}]}");
-    r = run(graphrwBin() + " -q run " + q(dir / "rules" / "place.json") + " " + q(dir / "legal.onnx") + " -o " + q(dir / "rules.onnx"));
+    r = run(graphrwBin() + " -q run " + q(dir / "rules" / "place.json") + " " + q(dir / "legal.onnx") + " -o " +
+            q(dir / "rules.onnx"));
     REQUIRE(r.status == 0);
     CHECK(readFile(dir / "rules.onnx") == readFile(dir / "flags.onnx"));
   }
   writeFile(dir / "rules" / "place.json", R"({"version": 1, "passes": [{"pass": "place", "auto": 3,
     "costs": {"ops": {"Softmax": {"flops_per_elem": 10}}}}]})");
-  r = run(graphrwBin() + " -q run " + q(dir / "rules" / "place.json") + " " + q(dir / "legal.onnx") + " -o " + q(dir / "rules.onnx"));
+  r = run(graphrwBin() + " -q run " + q(dir / "rules" / "place.json") + " " + q(dir / "legal.onnx") + " -o " +
+          q(dir / "rules.onnx"));
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("place.json:2"));
   CHECK_THAT(r.err, Catch::Contains("unknown key 'flops_per_elem' (did you mean 'flops_per_element'?)"));
@@ -334,7 +356,8 @@ TEST_CASE("place --auto --batch and --costs: the micro-batch and a calibration c
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("goes with auto (--auto N)"));
   // inspect --stages takes the same calibration file.
-  r = run(graphrwBin() + " inspect --stages --json --batch 4 --costs " + q(dir / "softmax.json") + " " + q(dir / "flags.onnx"));
+  r = run(graphrwBin() + " inspect --stages --json --batch 4 --costs " + q(dir / "softmax.json") + " " +
+          q(dir / "flags.onnx"));
   REQUIRE(r.status == 0);
   json inspected = json::parse(r.out);
   for (size_t k = 0; k < 3; ++k) {

@@ -28,7 +28,8 @@ namespace {
 std::vector<fs::path> propertyModels(const test::TempDir& dir) {
   fs::path src = GRAPHRW_SOURCE_DIR;
   // A 4-layer Hugging Face-style BERT, what examples/ipu-bert-pretraining.rules.json is written for.
-  auto gen = test::run(std::string(GRAPHRW_GEN_BERT) + " -o '" + (dir / "bert4.onnx").string() + "' --layers 4 --seq 16 --batch 1");
+  auto gen = test::run(std::string(GRAPHRW_GEN_BERT) + " -o '" + (dir / "bert4.onnx").string() +
+                       "' --layers 4 --seq 16 --batch 1");
   REQUIRE(gen.status == 0);
   std::vector<fs::path> models = {src / "examples" / "bert-tiny.onnx", dir / "bert4.onnx"};
   for (const auto& e : fs::directory_iterator(src / "tests" / "models" / "pytorch"))
@@ -47,7 +48,9 @@ struct Pipeline {
   fs::path file;  // a bundled rule file, loaded from its folder (its relative paths)
   bool popart = false;  // its output is for PopART: validate --target popart must accept it too
 };
-Pipeline inlineRules(std::string name, std::string text, bool popart = false) { return {std::move(name), std::move(text), {}, popart}; }
+Pipeline inlineRules(std::string name, std::string text, bool popart = false) {
+  return {std::move(name), std::move(text), {}, popart};
+}
 
 std::vector<Pipeline> pipelines() {
   fs::path src = GRAPHRW_SOURCE_DIR;
@@ -64,10 +67,15 @@ std::vector<Pipeline> pipelines() {
       inlineRules("replace Relu", one(R"({"pass": "replace", "allow_no_match": true, "replacements": [
          {"select": {"op_type": "Relu"}, "with": "LeakyRelu", "set": {"alpha": 0.0}},
          {"select": {"op_type": "Dropout"}, "with": "Identity", "inputs": [0]}]})")),
-      inlineRules("outline MatMul call", one(R"({"pass": "outline", "select": {"op_type": "MatMul"}, "allow_no_match": true})")),
-      inlineRules("outline Add function", one(R"({"pass": "outline", "select": {"op_type": "Add"}, "mode": "function", "allow_no_match": true})")),
+      inlineRules("outline MatMul call",
+                  one(R"({"pass": "outline", "select": {"op_type": "MatMul"}, "allow_no_match": true})")),
+      inlineRules(
+          "outline Add function",
+          one(R"({"pass": "outline", "select": {"op_type": "Add"}, "mode": "function", "allow_no_match": true})")),
       inlineRules("checkpoint", one(R"({"pass": "checkpoint", "after": {"op_type": "Add"}, "allow_no_match": true})")),
-      inlineRules("place", one(R"({"pass": "place", "stages": [{"op_type": "MatMul"}, {"op_type": "Add"}], "allow_no_match": true})")),
+      inlineRules(
+          "place",
+          one(R"({"pass": "place", "stages": [{"op_type": "MatMul"}, {"op_type": "Add"}], "allow_no_match": true})")),
   };
   for (const auto& dir : {src / "examples", src / "examples" / "patterns"})
     for (const auto& e : fs::directory_iterator(dir)) {
@@ -77,7 +85,8 @@ std::vector<Pipeline> pipelines() {
       if (library)  // a pattern library is used by a pattern pass
         text = one(R"({"pass": "pattern", "allow_no_match": true, "rules_file": ")" + e.path().string() + "\"}");
       list.push_back({e.path().filename().string(), text, library ? fs::path() : e.path(),
-                      e.path().filename() == "popart.rules.json" || e.path().filename() == "popart-training.rules.json" ||
+                      e.path().filename() == "popart.rules.json" ||
+                          e.path().filename() == "popart-training.rules.json" ||
                           e.path().filename() == "ipu-bert-pretraining.rules.json"});
     }
   return list;
@@ -95,7 +104,8 @@ std::string unclean(const onnx::ModelProto& m) {
   std::function<void(const onnx::GraphProto&, std::set<std::string>&)> walk = [&](const onnx::GraphProto& g,
                                                                                   std::set<std::string>& seen) {
     for (const auto& n : g.node()) {
-      if (!n.name().empty() && (!seen.insert(n.name()).second || n.name().find("//") != std::string::npos) && bad.empty())
+      if (!n.name().empty() && (!seen.insert(n.name()).second || n.name().find("//") != std::string::npos) &&
+          bad.empty())
         bad = n.name();
       for (const auto& a : n.attribute()) {
         bool callee = n.domain() == "ai.graphcore" && n.op_type() == "Call" && a.name() == "callee";
@@ -129,13 +139,14 @@ TEST_CASE("property: every pass and bundled rule file writes what validate accep
   std::set<std::string> invalidInputs;
   auto label = [&](const fs::path& path) {
     std::string s = path.string();
-    for (const std::string& root : {dir.path().string() + "/", std::string(GRAPHRW_SOURCE_DIR) + "/",
-                                   std::string(ONNX_TESTDATA_DIR) + "/"})
+    for (const std::string& root :
+         {dir.path().string() + "/", std::string(GRAPHRW_SOURCE_DIR) + "/", std::string(ONNX_TESTDATA_DIR) + "/"})
       if (s.starts_with(root)) return s.substr(root.size());
     return s;
   };
   auto normalised = [&](std::string text) {
-    for (const std::string& root : {dir.path().string(), std::string(GRAPHRW_SOURCE_DIR), std::string(ONNX_TESTDATA_DIR)})
+    for (const std::string& root :
+         {dir.path().string(), std::string(GRAPHRW_SOURCE_DIR), std::string(ONNX_TESTDATA_DIR)})
       for (size_t at; (at = text.find(root)) != std::string::npos;) text.replace(at, root.size(), "{dir}");
     return text;
   };
@@ -188,7 +199,8 @@ TEST_CASE("property: every pass and bundled rule file writes what validate accep
       auto findings = validateModel(*reread);
       for (const auto& f : findings) FAIL_CHECK(f.check << ": " << f.where << ": " << f.message);
       if (p.popart)
-        for (const auto& f : popart::checkImport(*reread)) FAIL_CHECK("popart:" << f.check << ": " << f.where << ": " << f.message);
+        for (const auto& f : popart::checkImport(*reread))
+          FAIL_CHECK("popart:" << f.check << ": " << f.where << ": " << f.message);
       ++written[p.name];
     }
   }

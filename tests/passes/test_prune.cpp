@@ -14,7 +14,8 @@ namespace {
 
 const char* kModel = R"(
 <ir_version: 8, opset_import: ["" : 17, "local" : 1, "ai.graphcore" : 1, "dead" : 1]>
-main (float[2] X, bool c) => (float[2] Y) <float[2] W = {1, 2}, float[2] unused = {3, 4}, float[2] inner = {5, 6}, float[2] ghost> {
+main (float[2] X, bool c) => (float[2] Y) <float[2] W = {1, 2}, float[2] unused = {3, 4}, float[2] inner = {5, 6},
+    float[2] ghost> {
   A = Mul(X, W)
   B = local.Outer(A)
   Y = If(c) <then_branch = g1 () => (float[2] t) { t = Add(B, inner) },
@@ -93,7 +94,8 @@ TEST_CASE("prune drops what nothing uses and keeps everything that is used", "[p
   CHECK(imports.count("local"));
   CHECK_FALSE(imports.count("dead"));
   CHECK_FALSE(imports.count("ai.graphcore"));
-  CHECK(model->findFunction("local", "Outer")->opsetImports() == std::map<std::string, int64_t>{{"", 17}, {"local", 1}});
+  CHECK(model->findFunction("local", "Outer")->opsetImports() ==
+        std::map<std::string, int64_t>{{"", 17}, {"local", 1}});
   CHECK(report["opset_imports_removed"].size() == 3);
 
   // The report's edit counts are the edits made.

@@ -17,8 +17,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "analysis/pass.h"
 #include "analysis/json_schema.h"
+#include "analysis/pass.h"
 #include "driver/rules.h"
 #include "support.h"
 

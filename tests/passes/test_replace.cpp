@@ -312,7 +312,8 @@ main (bool c, float[2,3] X) => (float[2,3] Y) {
 )");
   // LogSoftmax -> Softmax keeps axis (both take it); then Softmax -> Hardmax keeps axis too.
   json report;
-  auto model = runReplace(proto, {opRule("op_type=LogSoftmax", "Softmax"), opRule("op_type=Softmax", "Hardmax")}, &report);
+  auto model =
+      runReplace(proto, {opRule("op_type=LogSoftmax", "Softmax"), opRule("op_type=Softmax", "Hardmax")}, &report);
   auto out = toProto(*model);
   const auto& ifNode = out.graph().node(0);
   for (const auto& a : ifNode.attribute()) {
@@ -349,10 +350,12 @@ main (float[4] X) => (float[4] Y) {
 
   auto clash = opRule("name=hs", "LeakyRelu");
   clash.rename = {{"beta", "alpha"}};
-  CHECK_THROWS_WITH(runReplace(proto, {clash}), Catch::Contains("node 'hs'") && Catch::Contains("would both be named 'alpha'"));
+  CHECK_THROWS_WITH(runReplace(proto, {clash}),
+                    Catch::Contains("node 'hs'") && Catch::Contains("would both be named 'alpha'"));
 }
 
-TEST_CASE("replacing with ai.graphcore ops: registered schemas, PopART attribute types, opset import", "[replace][graphcore]") {
+TEST_CASE("replacing with ai.graphcore ops: registered schemas, PopART attribute types, opset import",
+          "[replace][graphcore]") {
   auto proto = seedM2();
   std::vector<passes::Replacement> rules;
   rules.push_back(opRule("op_type=LayerNormalization", "ai.graphcore::GroupNormalization",
@@ -361,9 +364,9 @@ TEST_CASE("replacing with ai.graphcore ops: registered schemas, PopART attribute
   dropout.inputs = std::vector<passes::ReplaceInput>{{passes::ReplaceInput::Kind::Index, 0, {}}};
   rules.push_back(std::move(dropout));
   rules.push_back(opRule("op_type=Relu", "ai.graphcore::Gelu"));
-  rules.push_back(opRule("op_type=MatMul", "MatMul",
-                         {{"__serialize_matmul_factor", 2}, {"__serialize_matmul_mode", "output_channels"},
-                          {"__available_memory", 1}}));
+  rules.push_back(opRule(
+      "op_type=MatMul", "MatMul",
+      {{"__serialize_matmul_factor", 2}, {"__serialize_matmul_mode", "output_channels"}, {"__available_memory", 1}}));
   auto model = runReplace(proto, std::move(rules));
   auto out = toProto(*model);
   CHECK(model->opsetVersion("ai.graphcore") == 1);
@@ -379,7 +382,7 @@ TEST_CASE("replacing with ai.graphcore ops: registered schemas, PopART attribute
   CHECK(attrs["epsilon"].f() == Approx(0.001));
   CHECK(attrs["num_groups"].type() == onnx::AttributeProto::INT);
   CHECK(attrs["__schedule_priority"].type() == onnx::AttributeProto::FLOAT);  // 1 in JSON, FLOAT for PopART
-  CHECK(attrs.count("axis") == 0);                                           // GroupNormalization has none
+  CHECK(attrs.count("axis") == 0);  // GroupNormalization has none
   const auto& mm = *byOp["MatMul"];
   for (const auto& a : mm.attribute()) {
     if (a.name() == "__serialize_matmul_factor") CHECK(a.type() == onnx::AttributeProto::INT);
@@ -401,12 +404,16 @@ TEST_CASE("bad replacements fail before anything is changed, naming the rule and
   };
   fails(opRule("name=dropout", "NoSuchOp"), "unknown target op ai.onnx::NoSuchOp");
   fails(opRule("name=dropout", "custom::Thing"), "--allow-unknown-op");
-  fails(opRule("name=dense_1/Relu", "LeakyRelu", {{"alpah", 0.1}}), "has no attribute 'alpah' (did you mean 'alpha'?)", "dense_1/Relu");
+  fails(opRule("name=dense_1/Relu", "LeakyRelu", {{"alpah", 0.1}}), "has no attribute 'alpah' (did you mean 'alpha'?)",
+        "dense_1/Relu");
   fails(opRule("name=dense_1/Relu", "ai.graphcore::Scale"), "requires attribute 'scale'", "dense_1/Relu");
-  fails(opRule("name=dense_1/Relu", "ai.graphcore::Scale", {{"scale", "big"}}), "cannot be written as FLOAT", "dense_1/Relu");
+  fails(opRule("name=dense_1/Relu", "ai.graphcore::Scale", {{"scale", "big"}}), "cannot be written as FLOAT",
+        "dense_1/Relu");
   fails(opRule("name=dense_1/Relu", "Identity", {{"__ipu_number", -1}}), "__ipu_number", "dense_1/Relu");
   fails(opRule("name=dropout", "Identity"), "Identity takes 1 inputs, the node would give it 2");
-  fails(templateRule("name=dropout", "<domain: \"t\", opset_import: [\"\" : 17]>\nOne () => (y) {\n  y = Constant <value_float = 1.0> ()\n}\n"),
+  fails(templateRule(
+            "name=dropout",
+            "<domain: \"t\", opset_import: [\"\" : 17]>\nOne () => (y) {\n  y = Constant <value_float = 1.0> ()\n}\n"),
         "template One takes 0 inputs and 1 outputs, the node has 2 inputs and 1 outputs");
   fails(opRule("name=dropout", "ai.onnx::Identity:13"), "the node's scope imports version 17");
 
@@ -422,9 +429,11 @@ TEST_CASE("bad replacements fail before anything is changed, naming the rule and
     CHECK_THROWS_WITH(runReplace(proto, {opRule("op_type=Gelu", "Relu")}), Catch::Contains("matched no node"));
   }
   SECTION("templates that do not parse or whose references have no type") {
-    CHECK_THROWS_WITH(passes::parseTemplate("Broken (x) => (y) {", "t.onnxtxt"), Catch::Contains("t.onnxtxt: the template does not parse"));
-    CHECK_THROWS_WITH(passes::parseTemplate("<opset_import: [\"\" : 17]>\nF <a> (x) => (y) {\n  y = Relu <alpha = @a> (x)\n}\n", "t"),
-                      Catch::Contains("attribute 'alpha' = @a"));
+    CHECK_THROWS_WITH(passes::parseTemplate("Broken (x) => (y) {", "t.onnxtxt"),
+                      Catch::Contains("t.onnxtxt: the template does not parse"));
+    CHECK_THROWS_WITH(
+        passes::parseTemplate("<opset_import: [\"\" : 17]>\nF <a> (x) => (y) {\n  y = Relu <alpha = @a> (x)\n}\n", "t"),
+        Catch::Contains("attribute 'alpha' = @a"));
   }
 }
 
@@ -432,7 +441,8 @@ TEST_CASE("replace through a rule file: targets, set, rename, inputs with consta
   auto proto = seedM2();
   std::string text = R"({"version": 1, "passes": [{"pass": "replace", "replacements": [
     {"select": {"op_type": "Dropout"}, "with": "Mul", "inputs": [0, {"constant": 1.0}]},
-    {"select": {"op_type": "LayerNormalization"}, "with": "LayerNormalization", "rename": {"epsilon": "epsilon"}, "set": {"axis": -1}}
+    {"select": {"op_type": "LayerNormalization"}, "with": "LayerNormalization", "rename": {"epsilon": "epsilon"},
+        "set": {"axis": -1}}
   ]}]})";
   auto rules = parseRules(text, "r.json");
   auto model = loadModel(proto);
@@ -452,10 +462,12 @@ TEST_CASE("replace through a rule file: targets, set, rename, inputs with consta
   checkSameMaths(proto, *model);
 
   CHECK_THROWS_WITH(parseRules(R"({"version": 1, "passes": [{"pass": "replace", "replacements": [
-    {"select": {"op_type": "Dropout"}, "with": "Identity", "template": "x"}]}]})", "r.json"),
+    {"select": {"op_type": "Dropout"}, "with": "Identity", "template": "x"}]}]})",
+                               "r.json"),
                     Catch::Contains("/passes/0/replacements/0"));
   CHECK_THROWS_WITH(parseRules(R"({"version": 1, "passes": [{"pass": "replace", "replacements": [
-    {"select": {"op_type": "Dropout"}, "template": "F (x) => (y) { y = Relu (x) }", "set": {"a": 1}}]}]})", "r.json"),
+    {"select": {"op_type": "Dropout"}, "template": "F (x) => (y) { y = Relu (x) }", "set": {"a": 1}}]}]})",
+                               "r.json"),
                     Catch::Contains("only an op replacement (with) takes set"));
 }
 
@@ -539,7 +551,8 @@ g (float[2, 8] x) => (float[2, 8] y, bool[2, 8] keep) {
   }
 }
 
-TEST_CASE("replace refuses to drop an attribute whose value is not the default, unless the rule drops it", "[replace][errors]") {
+TEST_CASE("replace refuses to drop an attribute whose value is not the default, unless the rule drops it",
+          "[replace][errors]") {
   // LayerNormalization over axis 1 of a 3-D input: a replacement without
   // `axis` would normalise over the last axis only.
   const char* text = R"(
@@ -565,8 +578,9 @@ g (float[2, 3, 4] x, float[3, 4] s) => (float[2, 3, 4] y, float[2, 3, 4] z) {
     bad.replacements.push_back(scale);
     PassManager pm({true, std::nullopt, ""});
     pm.add(passes::createReplacePass(std::move(bad)));
-    CHECK_THROWS_WITH(pm.run(*loaded), Catch::Contains("attribute 'axis' = 1 is not ai.onnx::LayerNormalization's default") &&
-                                           Catch::Contains("drop: [\"axis\"] / --drop axis"));
+    CHECK_THROWS_WITH(pm.run(*loaded),
+                      Catch::Contains("attribute 'axis' = 1 is not ai.onnx::LayerNormalization's default") &&
+                          Catch::Contains("drop: [\"axis\"] / --drop axis"));
   }
   CHECK(serialize(*loaded) == before);  // nothing was changed
 
@@ -585,7 +599,8 @@ g (float[2, 3, 4] x, float[3, 4] s) => (float[2, 3, 4] y, float[2, 3, 4] z) {
 g (float[2, 3, 4] x, float[3, 4] s) => (float[2, 3, 4] z) {
   z = LayerNormalization <axis = -1, epsilon = 0.00001> (x, s)
 }
-)"), {onlyDefault});
+)"),
+                       {onlyDefault});
   auto out = toProto(*m2);
   CHECK(countOp(out, "Scale") == 1);
   for (const auto& n : out.graph().node())
@@ -594,9 +609,10 @@ g (float[2, 3, 4] x, float[3, 4] s) => (float[2, 3, 4] z) {
   SECTION("from the command line with --drop") {
     test::TempDir dir;
     writeProto(proto, dir / "m.onnx");
-    std::string base = test::graphrwBin() + " replace " + (dir / "m.onnx").string() +
-                       " --select op_type=LayerNormalization --with ai.graphcore::Scale --set scale=1.0 --inputs '[0]' -o " +
-                       (dir / "out.onnx").string();
+    std::string base =
+        test::graphrwBin() + " replace " + (dir / "m.onnx").string() +
+        " --select op_type=LayerNormalization --with ai.graphcore::Scale --set scale=1.0 --inputs '[0]' -o " +
+        (dir / "out.onnx").string();
     auto refused = test::run(base);
     CHECK(refused.status == 2);
     CHECK_THAT(refused.err, Catch::Contains("--drop axis"));
@@ -607,7 +623,8 @@ g (float[2, 3, 4] x, float[3, 4] s) => (float[2, 3, 4] z) {
   }
 }
 
-TEST_CASE("rule file: rename carries a value under a new name, outputs maps, fold false keeps template ops", "[replace][rules]") {
+TEST_CASE("rule file: rename carries a value under a new name, outputs maps, fold false keeps template ops",
+          "[replace][rules]") {
   auto proto = parseModel(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 main (float[4,6] X) => (float[4,6] H, float[4,3] Y) {
@@ -647,13 +664,16 @@ main (float[4,6] X) => (float[4,6] H, float[4,3] Y) {
   CHECK(countOp(out, "Dropout") == 0);
 
   // A template on the weight: folded by default, kept as ops with fold false.
-  const std::string templ = R"(<domain: \"t\", opset_import: [\"\" : 17]>\nAsGemm (a, b) => (y) {\n  bt = Transpose <perm = [1, 0]> (b)\n  y = Gemm <transB = 1> (a, bt)\n})";
+  const std::string templ = R"(<domain: \"t\", opset_import: [\"\" : 17]>\nAsGemm (a, b) => (y) {\n)"
+                            R"(  bt = Transpose <perm = [1, 0]> (b)\n  y = Gemm <transB = 1> (a, bt)\n})";
   auto [folded, r1] = run(R"({"version": 1, "passes": [{"pass": "replace", "replacements": [
-    {"select": {"op_type": "MatMul"}, "template": ")" + templ + R"("}]}]})");
+    {"select": {"op_type": "MatMul"}, "template": ")" +
+                          templ + R"("}]}]})");
   CHECK(countOp(toProto(*folded), "Transpose") == 0);
   CHECK(r1[0]["weights_folded"] == 1);
   auto [kept, r2] = run(R"({"version": 1, "passes": [{"pass": "replace", "fold": false, "replacements": [
-    {"select": {"op_type": "MatMul"}, "template": ")" + templ + R"("}]}]})");
+    {"select": {"op_type": "MatMul"}, "template": ")" +
+                        templ + R"("}]}]})");
   CHECK(countOp(toProto(*kept), "Transpose") == 1);
   CHECK(r2[0]["weights_folded"] == 0);
   checkSameMaths(proto, *folded);

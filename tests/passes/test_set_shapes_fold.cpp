@@ -113,10 +113,8 @@ TEST_CASE("set-shapes: by input, and every contradiction names the input", "[set
   CHECK(shapeOf(out.graph().input(1)) == "batch,seq");  // another input keeps its names
   CHECK_THROWS_WITH(runPass(m, byInput("x", {1, 5})),
                     Catch::Contains("input 'x' has shape [batch,seq,4] (rank 3), not 2 dimensions"));
-  CHECK_THROWS_WITH(runPass(m, byInput("x", {1, 5, 8})),
-                    Catch::Contains("dimension 2 is fixed at 4, not 8"));
-  CHECK_THROWS_WITH(runPass(m, byInput("xx", {1})),
-                    Catch::Contains("no input 'xx' (did you mean 'x'?)"));
+  CHECK_THROWS_WITH(runPass(m, byInput("x", {1, 5, 8})), Catch::Contains("dimension 2 is fixed at 4, not 8"));
+  CHECK_THROWS_WITH(runPass(m, byInput("xx", {1})), Catch::Contains("no input 'xx' (did you mean 'x'?)"));
   CHECK_THROWS_WITH(runPass(m, byDims({{"bacth", 1}})),
                     Catch::Contains("no input of the model has a dimension named 'bacth' (did you mean 'batch'?)"));
   try {
@@ -155,7 +153,9 @@ TEST_CASE("set-shapes and legalize: one rule for --input with --dim", "[set-shap
     FAIL("legalize accepted --dim batch=2 on a model whose inputs have no dimension 'batch'");
   } catch (const Error& e) {
     CHECK(e.code() == ExitCode::Usage);
-    CHECK_THAT(e.what(), Catch::Contains("no input of the model has a dimension named 'batch'; the inputs: 'x' [2,5,4], 'ids' [2,5]"));
+    CHECK_THAT(
+        e.what(),
+        Catch::Contains("no input of the model has a dimension named 'batch'; the inputs: 'x' [2,5,4], 'ids' [2,5]"));
   }
 }
 
@@ -195,7 +195,8 @@ g (float[2,3,4] x) => (float[6,4] y, bool[3] c) <int64[1] zero = {0}, int64[1] o
 TEST_CASE("fold: NonZero of a constant (zeros, -0.0, a 2-D input) matches ONNX Runtime", "[fold]") {
   auto m = parseModel(R"(
 <ir_version: 8, opset_import: ["" : 13]>
-g (int64[1] x) => (int64[2, 3] y, int64[1, 2] z) <float[2, 3] c = {0.0, 1.5, -0.0, 2.0, 0.0, -3.0}, int32[4] d = {0, 7, 0, 1}> {
+g (int64[1] x) => (int64[2, 3] y, int64[1, 2] z) <float[2, 3] c = {0.0, 1.5, -0.0, 2.0, 0.0, -3.0}, int32[4] d = {0,
+    7, 0, 1}> {
   y = NonZero(c)
   nz = NonZero(d)
   z = Add(nz, x)
@@ -209,13 +210,16 @@ g (int64[1] x) => (int64[2, 3] y, int64[1, 2] z) <float[2, 3] c = {0.0, 1.5, -0.
   checkSameMaths(m, out);
 }
 
-TEST_CASE("fold: Einsum with implicit output, broadcast ellipsis, a diagonal and integers matches ONNX Runtime", "[fold]") {
+TEST_CASE("fold: Einsum with implicit output, broadcast ellipsis, a diagonal and integers matches ONNX Runtime",
+          "[fold]") {
   auto m = parseModel(R"(
 <ir_version: 8, opset_import: ["" : 13]>
 g (float[1] x, int64[1] i) => (float[2, 4, 2, 5] y, float[3] d, int64[2, 2] z, float[] t) <
     float[2, 1, 2, 3] a = {1.0, -2.0, 0.5, 3.0, 0.25, -1.0, 2.0, 1.5, -0.5, 0.0, 4.0, 1.0},
-    float[1, 4, 3, 5] b = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, -0.1, -0.2, -0.3, -0.4,
-                        -0.5, -0.6, -0.7, -0.8, -0.9, -1.0, -1.1, -1.2, -1.3, -1.4, -1.5, 2.0, 1.0, 0.0, -1.0, -2.0, 0.5,
+    float[1, 4, 3, 5] b = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, -0.1, -0.2,
+        -0.3, -0.4,
+                        -0.5, -0.6, -0.7, -0.8, -0.9, -1.0, -1.1, -1.2, -1.3, -1.4, -1.5, 2.0, 1.0, 0.0, -1.0, -2.0,
+                            0.5,
                         0.25, 0.125, 1.5, 2.5, 3.5, -3.5, -2.5, -1.5, -0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0,
                         10.0, -1.0, -2.0, -3.0, -4.0, -5.0},
     float[3, 3] sq = {1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0},
@@ -239,8 +243,10 @@ g (float[1] x, int64[1] i) => (float[2, 4, 2, 5] y, float[3] d, int64[2, 2] z, f
   // Ellipses standing for different numbers of axes: ONNX (and so ONNX Runtime) refuses it; left alone.
   auto odd = parseModel(R"(
 <ir_version: 8, opset_import: ["" : 13]>
-g (float[1] x) => (float[2, 4, 2, 5] y) <float[2, 1, 2, 3] a = {1.0, -2.0, 0.5, 3.0, 0.25, -1.0, 2.0, 1.5, -0.5, 0.0, 4.0, 1.0},
-                                         float[4, 3, 1] b = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2}> {
+g (float[1] x) => (float[2, 4, 2, 5] y) <float[2, 1, 2, 3] a = {1.0, -2.0, 0.5, 3.0, 0.25, -1.0, 2.0, 1.5, -0.5, 0.0,
+    4.0, 1.0},
+                                         float[4, 3, 1] b = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1,
+                                             1.2}> {
   e = Einsum <equation = "...ij,...jk"> (a, b)
   y = Add(e, x)
 }
@@ -334,11 +340,10 @@ g () => (int64[4] y, int32[1] z)
   const int64_t min64 = std::numeric_limits<int64_t>::min(), max64 = std::numeric_limits<int64_t>::max();
   // The sums and products modulo 2^64, as ONNX Runtime's kernels compute them on two's complement machines.
   auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
-  const std::vector<int64_t> expected = {
-      min64,                                                              // (MAX + 1) * 1
-      static_cast<int64_t>((u(-max64) + u(-2)) * u(-2)),                  // (-MAX - 2) * -2
-      static_cast<int64_t>((u(max64) + u(2)) * u(2)),                     // (MAX + 2) * 2
-      24};                                                                // (5 + 3) * 3
+  const std::vector<int64_t> expected = {min64,  // (MAX + 1) * 1
+                                         static_cast<int64_t>((u(-max64) + u(-2)) * u(-2)),  // (-MAX - 2) * -2
+                                         static_cast<int64_t>((u(max64) + u(2)) * u(2)),  // (MAX + 2) * 2
+                                         24};  // (5 + 3) * 3
   REQUIRE(values.count("y"));
   CHECK(values["y"] == expected);
   REQUIRE(values.count("z"));
@@ -346,8 +351,9 @@ g () => (int64[4] y, int32[1] z)
 
   for (const char* type : {"int64", "int32"}) {
     std::string min = std::string(type) == "int64" ? "-9223372036854775808" : "-2147483648";
-    auto overflow = parseModel("<ir_version: 8, opset_import: [\"\" : 17]>\ng () => (" + std::string(type) +
-                               "[1] y) <" + type + "[1] a = {" + min + "}, " + type + "[1] b = {-1}> {\n  y = Div (a, b)\n}\n");
+    auto overflow =
+        parseModel("<ir_version: 8, opset_import: [\"\" : 17]>\ng () => (" + std::string(type) + "[1] y) <" + type +
+                   "[1] a = {" + min + "}, " + type + "[1] b = {-1}> {\n  y = Div (a, b)\n}\n");
     try {
       runPass(overflow, passes::createFoldPass({}));
       FAIL("folded " << type << " MIN / -1");
@@ -415,7 +421,7 @@ g (float[2, 3] x) => (float[2, 3] y, int64[2] s) <float[3] w = {1.0, 2.0, 3.0}> 
   INFO(report.dump());
   CHECK(report["identities_read_through"] == 1);
   CHECK(report["constants_to_initializers"] == 2);  // c and s2; two and three folded with the Concat
-  CHECK(report["duplicates_shared"] == 1);          // s1 (folded) and s2 hold [2, 3]
+  CHECK(report["duplicates_shared"] == 1);  // s1 (folded) and s2 hold [2, 3]
   CHECK(countOp(out, "Constant") == 0);
   CHECK(countOp(out, "Identity") == 0);
   std::set<std::string> inits;

@@ -12,7 +12,8 @@
 using graphrw::ir::InlineOneVector;
 using graphrw::ir::SharedAttributeProto;
 
-static_assert(sizeof(graphrw::ir::Node::AttributeList) == sizeof(std::vector<graphrw::ir::Attribute>), "one attribute in place, in 24 bytes");
+static_assert(sizeof(graphrw::ir::Node::AttributeList) == sizeof(std::vector<graphrw::ir::Attribute>),
+              "one attribute in place, in 24 bytes");
 static_assert(sizeof(SharedAttributeProto) == sizeof(void*), "one pointer per holder");
 
 namespace {

@@ -135,9 +135,7 @@ TEST_CASE("a mapped file lets passed pages go, on a second scan too", "[buffer]"
   test::TempDir dir;
   auto path = dir.path() / "big.bin";
   constexpr size_t kSize = size_t{64} << 20;
-  {
-    std::ofstream(path, std::ios::binary) << pattern(kSize, 'a');
-  }
+  { std::ofstream(path, std::ios::binary) << pattern(kSize, 'a'); }
   auto buffer = Buffer::mapFile(path);
   REQUIRE(buffer->size() == kSize);
   const char* end = buffer->data() + kSize;

@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "io/file_copy.h"
-#include "support/buffer.h"
 #include "support.h"
+#include "support/buffer.h"
 #include "support/error.h"
 
 using namespace graphrw;
@@ -51,7 +51,8 @@ TEST_CASE("the copier puts each range where the output stands, through its pipe,
     size_t size;
   };
   auto prefix = GENERATE(as<size_t>{}, 0, 1, 4096, 9750);
-  const Range ranges[] = {{17, 1000}, {9750, 3 * 1024 * 1024 + 5}, {0, 600 * 1024}, {4096, 300 * 1024}, {1, input.size() - 1}};
+  const Range ranges[] = {
+      {17, 1000}, {9750, 3 * 1024 * 1024 + 5}, {0, 600 * 1024}, {4096, 300 * 1024}, {1, input.size() - 1}};
   Fd out(open((dir / "out").c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600));
   std::string expected = noise(prefix + 7).substr(7);
   put(out.fd, expected);
@@ -121,7 +122,8 @@ TEST_CASE("the copier falls back to writes for an output that refuses splice (O_
   CHECK(readFile(dir / "out") == "head" + input.substr(5, 2 * 1024 * 1024) + input.substr(77, 1024 * 1024));
 }
 
-TEST_CASE("pieces are written in order: small file pieces batched with their neighbours, large ones copied", "[file_copy]") {
+TEST_CASE("pieces are written in order: small file pieces batched with their neighbours, large ones copied",
+          "[file_copy]") {
   TempDir dir;
   const std::string input = noise(4 * 1024 * 1024 + 77);
   writeFile(dir / "in", input);
@@ -158,8 +160,9 @@ TEST_CASE("small pieces of an input that shrank stop with an error, not a fault 
   writeFile(dir / "in", noise(1024 * 1024));
   auto mapped = Buffer::mapFile(dir / "in");
   REQUIRE(truncate((dir / "in").c_str(), 100 * 1024) == 0);
-  std::vector<wire::Piece> pieces = {{mapped->data() + 4096, 3072, mapped.get(), mapped->fileOffset() + 4096},
-                                     {mapped->data() + 512 * 1024, 3072, mapped.get(), mapped->fileOffset() + 512 * 1024}};
+  std::vector<wire::Piece> pieces = {
+      {mapped->data() + 4096, 3072, mapped.get(), mapped->fileOffset() + 4096},
+      {mapped->data() + 512 * 1024, 3072, mapped.get(), mapped->fileOffset() + 512 * 1024}};
   Fd out(open((dir / "out").c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600));
   try {
     writePieces(out.fd, pieces, "out.onnx");

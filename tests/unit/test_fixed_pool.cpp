@@ -74,8 +74,12 @@ TEST_CASE("fixed pool is shared by threads that free each other's blocks", "[fix
   all.insert(b.begin(), b.end());
   CHECK(all.size() == 2 * kPerThread);
   // Each thread frees the other's blocks, then both take them again.
-  std::thread f1([&] { for (char* p : b) FixedPool<kSize>::deallocate(p); });
-  std::thread f2([&] { for (char* p : a) FixedPool<kSize>::deallocate(p); });
+  std::thread f1([&] {
+    for (char* p : b) FixedPool<kSize>::deallocate(p);
+  });
+  std::thread f2([&] {
+    for (char* p : a) FixedPool<kSize>::deallocate(p);
+  });
   f1.join();
   f2.join();
   auto c = take<kSize>(2 * kPerThread);

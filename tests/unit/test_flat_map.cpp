@@ -185,7 +185,8 @@ TEST_CASE("flat index and hash counter reserve 4/3 slots per entry and grow by a
   constexpr size_t kReserved = 150000;
   static_assert(kReserved >= graphrw::flat_detail::kGrowByQuarter);
   std::vector<std::unique_ptr<Named>> items;
-  for (size_t i = 0; i < 2 * kReserved; ++i) items.push_back(std::make_unique<Named>(Named{"/blocks." + std::to_string(i)}));
+  for (size_t i = 0; i < 2 * kReserved; ++i)
+    items.push_back(std::make_unique<Named>(Named{"/blocks." + std::to_string(i)}));
   graphrw::FlatIndex<Named, NameOf> index;
   graphrw::FlatHashCounter counter;
   index.reserve(kReserved);
@@ -201,7 +202,8 @@ TEST_CASE("flat index and hash counter reserve 4/3 slots per entry and grow by a
       CHECK(index.capacity() == ci);  // within the reserve: no rebuild
       CHECK(counter.capacity() == cc);
     }
-    if (index.capacity() != ci && indexGrowths == 0) {  // full past the reserve: room for a quarter more, not twice as many
+    if (index.capacity() != ci &&
+        indexGrowths == 0) {  // full past the reserve: room for a quarter more, not twice as many
       CHECK(i >= kReserved);
       CHECK(index.capacity() == ((i + i / 4) * 4 + 6) / 3);
       CHECK(counter.capacity() == index.capacity());
@@ -243,7 +245,8 @@ TEST_CASE("a small flat index doubles past its reserve", "[flat_map]") {
 
 // A pass that erases as it adds (expand drops each call as its body comes in)
 // leaves tombstones: a full table then drops them, it does not double.
-TEST_CASE("flat index and hash counter drop tombstones instead of doubling when a pass erases as it adds", "[flat_map]") {
+TEST_CASE("flat index and hash counter drop tombstones instead of doubling when a pass erases as it adds",
+          "[flat_map]") {
   constexpr size_t kReserve = 100000, kLive = 88000, kSteps = 40000;
   std::vector<std::unique_ptr<Named>> items;
   for (size_t i = 0; i < kLive + kSteps; ++i) items.push_back(std::make_unique<Named>(Named{"t" + std::to_string(i)}));

@@ -159,8 +159,8 @@ main (float[2] X) => (float[2] Y) {
     m.mutable_graph()->mutable_node(0)->set_input(0, "Y");
     m.mutable_graph()->mutable_node(0)->set_name("first");
     m.mutable_graph()->mutable_node(1)->set_name("second");
-    CHECK_THAT(loadError(m.SerializeAsString()), Catch::Contains("cycle") && Catch::Contains("'first'") &&
-                                                     Catch::Contains("'second'"));
+    CHECK_THAT(loadError(m.SerializeAsString()),
+               Catch::Contains("cycle") && Catch::Contains("'first'") && Catch::Contains("'second'"));
   }
   SECTION("a graph output nobody produces") {
     auto m = test::parseModel(test::kSmallModel);

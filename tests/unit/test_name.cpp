@@ -9,9 +9,9 @@
 #include "io/loader.h"
 #include "ir/inliner.h"
 #include "ir/ir.h"
-#include "ir/verifier.h"
 #include "ir/name.h"
 #include "ir/rewriter.h"
+#include "ir/verifier.h"
 #include "models.h"
 #include "support.h"
 
@@ -33,13 +33,13 @@ TEST_CASE("a name arena keeps every name's text where it was made", "[name]") {
   names.push_back(arena.make(std::string(3 << 20, 'x')));  // longer than any chunk: a chunk of its own
   for (size_t i = 0; i < texts.size(); ++i) {
     CHECK(names[i].view() == texts[i]);
-    CHECK(names[i].view().data() == first[i]);               // never moved
+    CHECK(names[i].view().data() == first[i]);  // never moved
     CHECK(std::strcmp(names[i].c_str(), texts[i].c_str()) == 0);  // '\0'-terminated
   }
   CHECK(names.back().size() == (3u << 20));
   size_t bytes = 0;
   for (const auto& t : texts) bytes += t.size() + 2;  // a length byte and '\0'
-  CHECK(arena.used() == bytes + (3u << 20) + 6);       // 255, a 4-byte length, '\0'
+  CHECK(arena.used() == bytes + (3u << 20) + 6);  // 255, a 4-byte length, '\0'
   CHECK(arena.capacity() >= arena.used());
   CHECK(arena.capacity() < arena.used() + (2u << 20));  // at most about a chunk and a half unused
 }
@@ -139,7 +139,8 @@ Twice (x) => (y) {
   {
     ir::Rewriter rw(*target);
     // No prefix: the copies' names are the body's own text.
-    inlineBody(rw, call, source->findFunction("local", "Twice")->body(), AttributeEnv::of(*call), "");  // erases the call
+    inlineBody(rw, call, source->findFunction("local", "Twice")->body(), AttributeEnv::of(*call),
+               "");  // erases the call
   }
   source.reset();  // a handle into its arena would now dangle (AddressSanitizer sees a read)
   ir::Value* inner = target->graph().findLocal("an_inner_value_with_a_long_name");

@@ -115,7 +115,8 @@ TEST_CASE("pattern: arity mismatches between match and replacement are usage err
 <domain: "p", opset_import: ["" : 13]>
 One (x) => (y) { y = Relu (x) }
 )";
-  CHECK_THROWS_WITH(pattern(kMatch, one), Catch::Contains("the match has 2 inputs and 1 outputs, the replacement 1 and 1"));
+  CHECK_THROWS_WITH(pattern(kMatch, one),
+                    Catch::Contains("the match has 2 inputs and 1 outputs, the replacement 1 and 1"));
 }
 
 // apply consumes its matches in order: the deque ends empty (each block of
@@ -125,8 +126,10 @@ TEST_CASE("pattern: apply consumes the matches find returned, in order", "[patte
   for (int i = 0; i < 40; ++i)
     body += "  m" + std::to_string(i) + " = Mul (x" + (i ? std::to_string(i - 1) : std::string()) + ", c2)\n  x" +
             std::to_string(i) + " = Add (m" + std::to_string(i) + ", b)\n";
-  auto m = loadModel(test::parseModel("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                                      "g (float[3] x, float[3] b) => (float[3] x39) <float c2 = {2.0}> {\n" + body + "}\n"));
+  auto m =
+      loadModel(test::parseModel("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                                 "g (float[3] x, float[3] b) => (float[3] x39) <float c2 = {2.0}> {\n" +
+                                 body + "}\n"));
   const Pattern p = pattern();
   FlatPointerSet<ir::Node> taken;
   PatternMatches matches = p.find(m->graph(), taken);

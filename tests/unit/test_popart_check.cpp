@@ -182,7 +182,8 @@ TEST_CASE("popart: ai.graphcore ops as PopART's factories read them", "[popart]"
   CHECK_FALSE(dyn->attributes().count("size"));
   CHECK(dyn->max_input() == 3);
   CHECK(onnx::OpSchemaRegistry::Schema("DynamicZero", 1, "ai.graphcore")->max_input() == 2);
-  CHECK(onnx::OpSchemaRegistry::Schema("GroupNormalization", 1, "ai.graphcore")->attributes().at("num_groups").required);
+  CHECK(
+      onnx::OpSchemaRegistry::Schema("GroupNormalization", 1, "ai.graphcore")->attributes().at("num_groups").required);
   CHECK(onnx::OpSchemaRegistry::Schema("PrintTensor", 1, "ai.graphcore")->attributes().size() == 10);
   CHECK(onnx::OpSchemaRegistry::Schema("Call", 1, "ai.graphcore")->attributes().count("num_outputs"));
   for (const char* op : {"ReplicatedAllReduce", "ReplicatedReduceScatter", "ReplicatedAllGather", "Init", "ScaledAdd",
@@ -239,7 +240,8 @@ g (float[2, 2] x) => (float[2, 2] y) {
 <ir_version: 6, opset_import: ["" : 11]>
 g (float[1, 2, 4, 4] x, float[2, 2, 1, 1] w) => (float[1, 2, 4, 4] y) {
   a = Conv <__partials_type = ["half"], __available_memory = [0.5], __enable_conv_dithering = [1]> (x, w)
-  b = MatMul <__serialize_matmul_mode = "output_channels", __serialize_matmul_factor = 2, __serialize_matmul_precision = 1, __partials_type = "HALF"> (a, a)
+  b = MatMul <__serialize_matmul_mode = "output_channels", __serialize_matmul_factor = 2,
+      __serialize_matmul_precision = 1, __partials_type = "HALF"> (a, a)
   c = Identity <__exclude_patterns = ["PreUniRepl", "PostNRepl"], __recompute_output_in_backward_pass = 1> (b)
   y = Relu <__outline = ["key", "value"], __schedule_priority = 1.0> (c)
 }
@@ -542,7 +544,8 @@ body (float[2, 3] a, int64[2] b) => (float[3, 2] c) {
 g (float[2, 3] x, int64[2] s) => (float[3, 2] y) {
   y = ai.graphcore.Call <num_outputs = 1> (x, s)
 }
-)", {body});
+)",
+                                 {body});
   INFO(all(*throughCall));
   REQUIRE(findings(*throughCall, "shape-operand").size() == 1);
   CHECK_THAT(findings(*throughCall, "shape-operand")[0], Catch::Contains("computed from the graph input 's'"));
@@ -556,7 +559,8 @@ g (float[2, 3] x, float[3, 2] z) => (float[3, 2] y, float[3, 2] w) <int64[2] s =
   shape = Shape (z)
   w = Reshape (x, shape)
 }
-)", {body});
+)",
+                              {body});
   INFO(all(*constant));
   CHECK(popart::checkImport(*constant).empty());
 }
@@ -573,18 +577,21 @@ body (float[2] a) => (float[2] c) {
 g (float[2] x) => (float[2] y) {
   y = ai.graphcore.Call <num_outputs = 1> (x)
 }
-)", {callee});
+)",
+                                  {callee});
   INFO(all(*placedInside));
   REQUIRE(findings(*placedInside, "placement").size() == 1);
-  CHECK_THAT(findings(*placedInside, "placement")[0],
-             Catch::Contains("inside a subgraph while no op of the main graph has one") && Catch::Contains("ir.cpp:1971"));
+  CHECK_THAT(
+      findings(*placedInside, "placement")[0],
+      Catch::Contains("inside a subgraph while no op of the main graph has one") && Catch::Contains("ir.cpp:1971"));
   CHECK(classes(*placedInside) == std::set<std::string>{"placement"});
   auto placedBoth = withCallees(R"(
 <ir_version: 6, opset_import: ["" : 11, "ai.graphcore" : 1]>
 g (float[2] x) => (float[2] y) {
   y = ai.graphcore.Call <num_outputs = 1, __ipu_number = 1> (x)
 }
-)", {callee});
+)",
+                                {callee});
   INFO(all(*placedBoth));
   CHECK(popart::checkImport(*placedBoth).empty());
 }
@@ -603,9 +610,9 @@ g (float[2, 4, 3] x) => (float[2, 4, 3] y) <float[SCALE] s = {1, 1, 1, 1}, float
   auto broadcast = scale("1, 4");
   INFO(all(*broadcast));
   REQUIRE(findings(*broadcast, "groupnorm-params").size() == 1);
-  CHECK_THAT(findings(*broadcast, "groupnorm-params")[0],
-             Catch::Contains("scale 's' has shape [1,4]") && Catch::Contains("shape [4]") &&
-                 Catch::Contains("groupnormx.cpp:62"));
+  CHECK_THAT(findings(*broadcast, "groupnorm-params")[0], Catch::Contains("scale 's' has shape [1,4]") &&
+                                                              Catch::Contains("shape [4]") &&
+                                                              Catch::Contains("groupnormx.cpp:62"));
   CHECK(classes(*broadcast) == std::set<std::string>{"groupnorm-params"});
   auto perChannel = scale("4");
   INFO(all(*perChannel));

@@ -8,9 +8,9 @@
 #include "ir/rewriter.h"
 #include "ir/verifier.h"
 #include "ir_corruptor.h"
-#include "support/error.h"
 #include "models.h"
 #include "support.h"
+#include "support/error.h"
 
 using namespace graphrw;
 using namespace graphrw::ir;
@@ -193,7 +193,8 @@ main (float[2,3] X) => (float[3,2] Y, float[3,2] Z) {
   CHECK(n[1]->attribute("perm")->proto().ints_size() == 2);
 }
 
-TEST_CASE("an attribute is 16 bytes, its tensors and graphs held apart and read through t(), g(), tensors(), graphs()", "[rewriter]") {
+TEST_CASE("an attribute is 16 bytes, its tensors and graphs held apart and read through t(), g(), tensors(), graphs()",
+          "[rewriter]") {
   // A million-node graph has about a million attributes, most of them ints and floats:
   // the shared proto (8 bytes) plus one pointer to the rarely used IR objects.
   STATIC_REQUIRE(sizeof(Attribute) == 16);
@@ -256,7 +257,8 @@ main (float[4] X) => (float[4] Y) {
   CHECK_FALSE(rw.sortTopologically(g));
 }
 
-TEST_CASE("every edit the rewriter makes is counted: initializers, outputs, functions, opsets, value_info", "[rewriter]") {
+TEST_CASE("every edit the rewriter makes is counted: initializers, outputs, functions, opsets, value_info",
+          "[rewriter]") {
   auto model = loadModel(test::parseModel(R"(
 <ir_version: 8, opset_import: ["" : 17, "local" : 1, "unused" : 1]>
 main (float[2] X) => (float[2] Y) <float[2] ghost> {
@@ -346,7 +348,8 @@ TEST_CASE("sortTopologically: reads from subgraphs count, the order is kept wher
   auto model = loadModel(test::parseModel(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 main (bool c, float[2] X) => (float[2] Y, float[2] Z) {
-  Y = If (c) <then_branch = t () => (float[2] ty) { ty = Neg (late) }, else_branch = e () => (float[2] ey) { ey = Abs (X) }>
+  Y = If (c) <then_branch = t () => (float[2] ty) { ty = Neg (late) },
+      else_branch = e () => (float[2] ey) { ey = Abs (X) }>
   p = Relu (X)
   q = Sigmoid (X)
   late = Tanh (X)

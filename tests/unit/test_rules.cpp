@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "analysis/json_schema.h"
 #include "driver/rules.h"
@@ -51,13 +51,15 @@ TEST_CASE("rule errors name the line", "[rules]") {
     }
   ]
 })";
-  CHECK_THAT(ruleError(text), Catch::StartsWith("r.json:8: /passes/1/select/nmae: unknown key 'nmae' (did you mean 'name'?)"));
+  CHECK_THAT(ruleError(text),
+             Catch::StartsWith("r.json:8: /passes/1/select/nmae: unknown key 'nmae' (did you mean 'name'?)"));
   CHECK_THAT(ruleError("{\n  \"version\": 1,\n  \"passes\": [\n    {\"pass\": \"expand\",}\n  ]\n}"),
              Catch::StartsWith("r.json:4: not valid JSON"));
   CHECK_THAT(ruleError("{\"version\": 1, \"passes\": [{\"pass\": \"expand\", \"select\": {\"scope\": \"/a[b/\"}}]}"),
              Catch::Contains("/passes/0/select/scope: scope '/a[b/' has an unclosed '['"));
   // The pointer names the key, in a list too.
-  CHECK_THAT(ruleError("{\"version\": 1, \"passes\": [{\"pass\": \"expand\", \"select\": [{\"op_type\": \"A\"}, {\"name_regex\": \"(x\"}]}]}"),
+  CHECK_THAT(ruleError("{\"version\": 1, \"passes\": [{\"pass\": \"expand\", \"select\": [{\"op_type\": \"A\"}, "
+                       "{\"name_regex\": \"(x\"}]}]}"),
              Catch::Contains("/passes/0/select/1/name_regex: name_regex '(x' is not a valid regex"));
 }
 
@@ -74,7 +76,8 @@ TEST_CASE("a valid rule file becomes typed passes", "[rules]") {
   // The entries' options as the pass reads them.
   RuleContext where{"r.json", "", {}};
   auto first = passes::expandOptionsFromJson(
-      nlohmann::json::parse(R"({"pass": "expand", "select": [{"op_type": "A"}, {"name": "/x/*", "domain": "f"}], "schema_ops": "all"})"),
+      nlohmann::json::parse(
+          R"({"pass": "expand", "select": [{"op_type": "A"}, {"name": "/x/*", "domain": "f"}], "schema_ops": "all"})"),
       where, "/passes/0");
   REQUIRE(first.select.any.size() == 2);
   CHECK(first.select.any[0].opType == "A");
@@ -83,7 +86,8 @@ TEST_CASE("a valid rule file becomes typed passes", "[rules]") {
   CHECK(first.schemaAll);
   CHECK(first.calls);
   auto second = passes::expandOptionsFromJson(
-      nlohmann::json::parse(R"({"pass": "expand", "exclude": {"name_regex": "a.*"}, "schema_ops": ["Celu"], "convert_opset": true})"),
+      nlohmann::json::parse(
+          R"({"pass": "expand", "exclude": {"name_regex": "a.*"}, "schema_ops": ["Celu"], "convert_opset": true})"),
       where, "/passes/1");
   CHECK(second.select.empty());
   REQUIRE(second.exclude.any.size() == 1);
@@ -126,8 +130,9 @@ TEST_CASE("line lookup and suggestions", "[rules]") {
 
 TEST_CASE("the schema validator refuses schemas using keywords it does not implement", "[rules]") {
   SchemaSet set;
-  CHECK_THROWS_WITH(set.add("x.json", nlohmann::json::parse(R"({"type": "object", "properties": {"a": {"exclusiveMinimum": 0}}})")),
-                    Catch::Contains("/properties/a: schema keyword 'exclusiveMinimum' is not implemented"));
+  CHECK_THROWS_WITH(
+      set.add("x.json", nlohmann::json::parse(R"({"type": "object", "properties": {"a": {"exclusiveMinimum": 0}}})")),
+      Catch::Contains("/properties/a: schema keyword 'exclusiveMinimum' is not implemented"));
   set.add("y.json", nlohmann::json::parse(R"({"type": "integer", "minimum": 1, "maximum": 3})"));
   CHECK(set.validate(2, "y.json") == std::nullopt);
   CHECK(set.validate(0, "y.json")->message == "must be at least 1");

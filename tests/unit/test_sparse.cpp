@@ -16,7 +16,8 @@ namespace {
 onnx::SparseTensorProto sparseOf(const char* initializers, bool coordinates) {
   auto m = test::parseModel(std::string(R"(
 <ir_version: 8, opset_import: ["" : 13]>
-g (float[2, 3] x) => (float[2, 3] y) <)") + initializers + R"(> { y = Add(x, w) }
+g (float[2, 3] x) => (float[2, 3] y) <)") +
+                            initializers + R"(> { y = Add(x, w) }
 )");
   test::sparsify(m, "w", coordinates);
   return m.graph().sparse_initializer(0);
@@ -82,7 +83,8 @@ TEST_CASE("sparse: malformed sparse tensors are refused naming the tensor", "[sp
   auto huge = linear;
   huge.set_dims(0, int64_t{1} << 40);
   huge.set_dims(1, int64_t{1} << 20);
-  CHECK_THAT(refusal(huge), Catch::Contains("'w': its dense form needs 4611686018427387904 bytes, more than the limit"));
+  CHECK_THAT(refusal(huge),
+             Catch::Contains("'w': its dense form needs 4611686018427387904 bytes, more than the limit"));
   auto overflow = linear;
   overflow.set_dims(0, int64_t{1} << 62);
   CHECK_THAT(refusal(overflow), Catch::Contains("'w': dims are negative or too large"));

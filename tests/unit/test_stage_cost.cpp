@@ -41,7 +41,8 @@ TEST_CASE("stage costs: FLOPs of MatMul, Gemm, Conv (grouped) and ConvTranspose 
 <ir_version: 8, opset_import: ["" : 13]>
 g (float[2,3,4] a, float[4,5] b, float[6,4] ga, float[6,7] gb, float[1,3,8,8] x, float[16,3,3,3] w,
    float[1,4,8,8] y, float[4,2,3,3] wg, float[1,2,4,4] t, float[2,3,3,3] wt, float[?,4] u)
-  => (float[2,3,5] m, float[4,7] gm, float[1,16,8,8] c, float[1,4,8,8] cg, float[1,3,6,6] ct, float[?,5] mu, float[1,8] r) {
+  => (float[2,3,5] m, float[4,7] gm, float[1,16,8,8] c, float[1,4,8,8] cg, float[1,3,6,6] ct, float[?,5] mu,
+      float[1,8] r) {
   m = MatMul (a, b)
   gm = Gemm <transA = 1> (ga, gb)
   c = Conv <pads = [1, 1, 1, 1]> (x, w)
@@ -55,13 +56,13 @@ g (float[2,3,4] a, float[4,5] b, float[6,4] ga, float[6,7] gb, float[1,3,8,8] x,
   inferMissingTypes(rw);
   std::map<std::string, std::optional<uint64_t>> flops;
   for (const auto& n : model->graph().nodes()) flops[n->output(0)->name().str()] = stage_cost::nodeFlops(*n);
-  CHECK(flops["m"] == 2u * 4 * (2 * 3 * 5));      // K = 4 per output element
-  CHECK(flops["gm"] == 2u * 6 * (4 * 7));         // transA: K is A's first dimension
+  CHECK(flops["m"] == 2u * 4 * (2 * 3 * 5));  // K = 4 per output element
+  CHECK(flops["gm"] == 2u * 6 * (4 * 7));  // transA: K is A's first dimension
   CHECK(flops["c"] == 2u * (3 * 9) * (16 * 64));  // C_in * kernel per output element
   CHECK(flops["cg"] == 2u * (2 * 9) * (4 * 64));  // C_in / group
   CHECK(flops["ct"] == 2u * (3 * 9) * (2 * 16));  // C_out / group * kernel per input element
-  CHECK_FALSE(flops["mu"].has_value());           // a dynamic batch: unknown, not guessed
-  CHECK(flops["r"] == 0u);                        // not a counted op
+  CHECK_FALSE(flops["mu"].has_value());  // a dynamic batch: unknown, not guessed
+  CHECK(flops["r"] == 0u);  // not a counted op
 }
 
 TEST_CASE("stage costs: weights, optimizer state, activations and FLOPs per stage and IPU, and what does not fit",
@@ -90,7 +91,9 @@ TEST_CASE("stage costs: weights, optimizer state, activations and FLOPs per stag
     CHECK_FALSE(j.contains("unplaced"));
     CHECK(j["unknown_shapes"] == 0);
   }
-  SECTION("training with adam: three fp32 tensors per weight, FLOPs x3, the checkpoint's output and the stretch before it kept") {
+  SECTION(
+      "training with adam: three fp32 tensors per weight, FLOPs x3, the checkpoint's output and the stretch before it "
+      "kept") {
     stage_cost::Options o;
     o.optimizer = stage_cost::Optimizer::Adam;
     o.ipuMemory = 1100;
@@ -125,7 +128,8 @@ TEST_CASE("stage costs: weights, optimizer state, activations and FLOPs per stag
     CHECK(j["stages"][0]["activations"] == 3 * (3 * 32));  // h, r and c, for 3 micro-batches
     // Both stages on one IPU run together: nothing waits between them, so no stash.
     const std::string ipu1 = "__ipu_number = 1";
-    for (size_t at = text.find(ipu1); at != std::string::npos; at = text.find(ipu1)) text.replace(at, ipu1.size(), "__ipu_number = 0");
+    for (size_t at = text.find(ipu1); at != std::string::npos; at = text.find(ipu1))
+      text.replace(at, ipu1.size(), "__ipu_number = 0");
     j = costs(text.c_str(), o);
     CHECK(j["stages"][0]["stash"] == 1);
     CHECK(j["stages"][0]["activations"] == 3 * 32);
@@ -135,7 +139,8 @@ TEST_CASE("stage costs: weights, optimizer state, activations and FLOPs per stag
     json whole = costs(std::string(R"(
 <ir_version: 8, opset_import: ["" : 13]>
 g (float[1,8] x) => (float[1,8] y) { y = Relu (x) }
-)").c_str());
+)")
+                           .c_str());
     CHECK(whole["placed"] == false);
     REQUIRE(whole["ipus"].size() == 1);
     CHECK(whole["ipus"][0]["nodes"] == 1);
@@ -175,7 +180,8 @@ TEST_CASE("stage costs: sizes with units, and the CLI's --stages, --optimizer an
   CHECK_THAT(r.out, Catch::Contains("Bottleneck: stage 0 (50% of the FLOPs)"));
   CHECK(r.out.find("ipu 1 does not fit") == std::string::npos);  // 256 + 768 + 32 bytes
   // The picture: well-formed SVG (Python's XML parser), every stage named, the bottleneck and the excess shown.
-  r = run(graphrwBin() + " inspect --stages --optimizer adam --ipu-memory 1100 " + m + " --svg '" + (dir / "s.svg").string() + "'");
+  r = run(graphrwBin() + " inspect --stages --optimizer adam --ipu-memory 1100 " + m + " --svg '" +
+          (dir / "s.svg").string() + "'");
   REQUIRE(r.status == 0);
   std::string svg = readFile(dir / "s.svg");
   CHECK(run("/usr/bin/python3 -c \"import sys, xml.etree.ElementTree as E; "
@@ -205,14 +211,16 @@ TEST_CASE("stage costs: sizes with units, and the CLI's --stages, --optimizer an
 TEST_CASE("stage costs of a PyTorch BERT export placed on 3 IPUs: equal layers cost the same, totals are the model's",
           "[stages][pytorch]") {
   TempDir dir;
-  std::string model = (std::filesystem::path(GRAPHRW_SOURCE_DIR) / "tests" / "models" / "pytorch" / "bert3-opset15.onnx").string();
+  std::string model =
+      (std::filesystem::path(GRAPHRW_SOURCE_DIR) / "tests" / "models" / "pytorch" / "bert3-opset15.onnx").string();
   std::string legal = (dir / "legal.onnx").string(), placed = (dir / "placed.onnx").string();
   // The export's value_info keeps a dynamic dimension ("float[1,?,16]" after the positions' Gather): the cost
   // model infers those shapes again from the static inputs.
   auto r = run(graphrwBin() + " -q legalize '" + model + "' --dim batch=2 --dim sequence=8 -o '" + legal + "'");
   REQUIRE(r.status == 0);
   writeFile(dir / "place.json", R"({"version": 1, "passes": [{"pass": "place", "untie": true, "ipus": [0, 1, 2],
-    "stages": [[{"scope": "/embeddings/"}, {"scope": "/layers.0/"}], {"scope": "/layers.1/"}, {"scope": "/layers.2/"}]}]})");
+    "stages": [[{"scope": "/embeddings/"}, {"scope": "/layers.0/"}], {"scope": "/layers.1/"},
+        {"scope": "/layers.2/"}]}]})");
   r = run(graphrwBin() + " -q run '" + (dir / "place.json").string() + "' '" + legal + "' -o '" + placed + "'");
   REQUIRE(r.status == 0);
   r = run(graphrwBin() + " inspect --stages --json --optimizer momentum '" + placed + "'");
@@ -239,7 +247,8 @@ TEST_CASE("stage costs of a PyTorch BERT export placed on 3 IPUs: equal layers c
   uint64_t bytes = 0, floats = 0;
   for (const auto& init : loaded->graph().initializers()) {
     bytes += init.tensor->storedBytes();
-    if (init.tensor->dataType() == onnx::TensorProto::FLOAT) floats += static_cast<uint64_t>(init.tensor->elementCount()) * 4;
+    if (init.tensor->dataType() == onnx::TensorProto::FLOAT)
+      floats += static_cast<uint64_t>(init.tensor->elementCount()) * 4;
   }
   CHECK(j["total"]["weights"] == bytes);
   CHECK(j["total"]["optimizer_state"] == 2 * floats);  // gradient and velocity
@@ -248,17 +257,20 @@ TEST_CASE("stage costs of a PyTorch BERT export placed on 3 IPUs: equal layers c
   // [2,8,16] x [16,16], up [2,8,16] x [16,64], down [2,8,64] x [64,16], scores [2,2,8,8] x [2,2,8,8] and context
   // [2,2,8,8] x [2,2,8,8]; three times over in training (forward, and the two products of the backward pass).
   uint64_t tokens = 2 * 8;
-  uint64_t forward = 4 * (2 * 16 * tokens * 16) + 2 * 16 * tokens * 64 + 2 * 64 * tokens * 16 + 2 * (2 * 8 * (2 * 2 * 8 * 8));
+  uint64_t forward =
+      4 * (2 * 16 * tokens * 16) + 2 * 16 * tokens * 64 + 2 * 64 * tokens * 16 + 2 * (2 * 8 * (2 * 2 * 8 * 8));
   CHECK(s1["flops"] == 3 * forward);
 }
 
-TEST_CASE("stage costs --batch: what depends on the inputs scales with the batch, weights and shapes do not", "[stages][batch]") {
+TEST_CASE("stage costs --batch: what depends on the inputs scales with the batch, weights and shapes do not",
+          "[stages][batch]") {
   // x: batch 2. t (a weight's transpose) and s (x's shape) do not depend on
   // the batch; h, r and y do.
   const char* text = R"(
 <ir_version: 8, opset_import: ["" : 13]>
-g (float[2,8] x) => (float[2,8] y, int64[2] s) <float[8,8] w = {1,2,3,4,5,6,7,8,1,2,3,4,5,6,7,8,1,2,3,4,5,6,7,8,1,2,3,4,5,6,7,8,
-                                                                1,2,3,4,5,6,7,8,1,2,3,4,5,6,7,8,1,2,3,4,5,6,7,8,1,2,3,4,5,6,7,8}> {
+g (float[2,8] x) => (float[2,8] y,
+    int64[2] s) <float[8,8] w = {1,2,3,4,5,6,7,8,1,2,3,4,5,6,7,8,1,2,3,4,5,6,7,8,1,2,3,4,5,6,7,8,
+                                 1,2,3,4,5,6,7,8,1,2,3,4,5,6,7,8,1,2,3,4,5,6,7,8,1,2,3,4,5,6,7,8}> {
   t = Transpose (w)
   h = MatMul (x, t)
   r = Relu (h)
@@ -283,8 +295,10 @@ g (float[2,8] x) => (float[2,8] y, int64[2] s) <float[8,8] w = {1,2,3,4,5,6,7,8,
   CHECK(costs(text, o)["total"]["activations"] == 256 + 3 * 32 + 16);
 }
 
-TEST_CASE("stage costs --batch on a symbolic batch dimension sets it while costing, and the model keeps its own", "[stages][batch]") {
-  auto model = loadModel((std::filesystem::path(GRAPHRW_SOURCE_DIR) / "tests" / "models" / "pytorch" / "resnet-opset15.onnx").string());
+TEST_CASE("stage costs --batch on a symbolic batch dimension sets it while costing, and the model keeps its own",
+          "[stages][batch]") {
+  auto model = loadModel(
+      (std::filesystem::path(GRAPHRW_SOURCE_DIR) / "tests" / "models" / "pytorch" / "resnet-opset15.onnx").string());
   std::string before = serialize(*model);
   stage_cost::Options o;
   o.batch = 1;
@@ -307,7 +321,8 @@ g () => (float[1] y) {
   y = Constant <value = float[1] {1}> ()
 }
 )"));
-  CHECK_THROWS_WITH(stage_cost::stageCosts(*constant, o), Catch::Contains("--batch 8: the model has no input with a leading (batch) dimension"));
+  CHECK_THROWS_WITH(stage_cost::stageCosts(*constant, o),
+                    Catch::Contains("--batch 8: the model has no input with a leading (batch) dimension"));
 }
 
 TEST_CASE("stage costs: a calibration scales ops' FLOPs and kept bytes, counts FLOPs per element, and reserves memory",
@@ -315,12 +330,13 @@ TEST_CASE("stage costs: a calibration scales ops' FLOPs and kept bytes, counts F
   stage_cost::Options o;
   o.ipuMemory = 600;
   o.calibration = stage_cost::parseCalibration(json::parse(R"({"reserve": "200",
-      "ops": {"MatMul": {"flops_scale": 1.5}, "Relu": {"flops_per_element": 3, "activation_scale": 0}}})"), "costs");
+      "ops": {"MatMul": {"flops_scale": 1.5}, "Relu": {"flops_per_element": 3, "activation_scale": 0}}})"),
+                                               "costs");
   CHECK(o.calibration.reserve == 200);
   json j = costs(kPlaced, o);
   const json& s0 = j["stages"][0];
   CHECK(s0["flops"] == 2 * 8 * 8 * 3 / 2 + 3 * 8);  // the MatMul's, x1.5; Relu's 8 outputs, 3 each
-  CHECK(s0["activations"] == 32);                 // r counts 0 bytes: h alone at its peak
+  CHECK(s0["activations"] == 32);  // r counts 0 bytes: h alone at its peak
   CHECK(j["reserve"] == 200);
   // IPU 0 holds 256 + 32 bytes: with the reserve 488 of 600 fit; IPU 1 holds 256 + 32 as well.
   CHECK(j["ipus"][0]["fits"] == true);
@@ -331,7 +347,8 @@ TEST_CASE("stage costs: a calibration scales ops' FLOPs and kept bytes, counts F
   CHECK_THAT(stage_cost::renderStageCosts(j), Catch::Contains("450 B per IPU, 200 B of it reserved"));
 }
 
-TEST_CASE("stage costs: a calibration with a typo or a bad value is refused naming the place", "[stages][calibration]") {
+TEST_CASE("stage costs: a calibration with a typo or a bad value is refused naming the place",
+          "[stages][calibration]") {
   auto refused = [](const char* text) {
     try {
       stage_cost::parseCalibration(json::parse(text), "costs");
@@ -341,16 +358,20 @@ TEST_CASE("stage costs: a calibration with a typo or a bad value is refused nami
     }
     return std::string("accepted");
   };
-  CHECK_THAT(refused(R"({"ops": {"MatMul": {"flop_scale": 2}}})"),
-             Catch::Contains("costs at /ops/MatMul/flop_scale: unknown key 'flop_scale' (did you mean 'flops_scale'?)"));
-  CHECK_THAT(refused(R"({"ops": {"MatMul": {"flops_scale": -1}}})"), Catch::Contains("costs at /ops/MatMul/flops_scale: must be at least 0"));
+  CHECK_THAT(
+      refused(R"({"ops": {"MatMul": {"flop_scale": 2}}})"),
+      Catch::Contains("costs at /ops/MatMul/flop_scale: unknown key 'flop_scale' (did you mean 'flops_scale'?)"));
+  CHECK_THAT(refused(R"({"ops": {"MatMul": {"flops_scale": -1}}})"),
+             Catch::Contains("costs at /ops/MatMul/flops_scale: must be at least 0"));
   CHECK_THAT(refused(R"({"ops": {"MatMul": {}}})"), Catch::Contains("costs at /ops/MatMul: needs at least 1 key(s)"));
   CHECK_THAT(refused(R"({"reserve": "lots"})"), Catch::Contains("costs/reserve: 'lots' is not a size"));
   CHECK_THAT(refused(R"({"reserves": "1MB"})"), Catch::Contains("unknown key 'reserves' (did you mean 'reserve'?)"));
   TempDir dir;
   writeFile(dir / "broken.json", "{\"reserve\": ");
-  CHECK_THROWS_WITH(stage_cost::loadCalibration(dir / "broken.json", "--costs"), Catch::Contains("broken.json: not valid JSON"));
-  CHECK_THROWS_WITH(stage_cost::loadCalibration(dir / "absent.json", "--costs"), Catch::Contains("absent.json is not a regular file"));
+  CHECK_THROWS_WITH(stage_cost::loadCalibration(dir / "broken.json", "--costs"),
+                    Catch::Contains("broken.json: not valid JSON"));
+  CHECK_THROWS_WITH(stage_cost::loadCalibration(dir / "absent.json", "--costs"),
+                    Catch::Contains("absent.json is not a regular file"));
 }
 
 TEST_CASE("stage costs: PopART's stash depth per forward stage of a training pipeline", "[stages][stash]") {

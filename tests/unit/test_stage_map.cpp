@@ -7,7 +7,8 @@
 using namespace graphrw;
 using namespace graphrw::ir;
 
-TEST_CASE("the place pass's stage map finds each node's stage after other algorithms used the scratch space", "[place]") {
+TEST_CASE("the place pass's stage map finds each node's stage after other algorithms used the scratch space",
+          "[place]") {
   auto model = loadModel(test::parseModel(R"(
 <ir_version: 8, opset_import: ["" : 13]>
 g (float[2] x, bool c) => (float[2] y) {

@@ -39,7 +39,8 @@ main (float[2, 3] X) => (Y) {
   CHECK(g.findLocal("C")->type());
 }
 
-TEST_CASE("every type: node by node where inputs are typed, whole-model inference past a local function's call", "[types]") {
+TEST_CASE("every type: node by node where inputs are typed, whole-model inference past a local function's call",
+          "[types]") {
   auto model = loadModel(test::parseModel(R"(
 <ir_version: 8, opset_import: ["" : 17, "local" : 1]>
 main (float[2, 3] X) => (Y) {

@@ -22,9 +22,7 @@ std::vector<std::string> initializerNames(const ir::Graph& g) {
   return names;
 }
 // Y = Neg(X): a graph to grow value by value.
-std::unique_ptr<ir::Model> oneNeg() {
-  return loadModel(test::parseModel(test::kNegModel));
-}
+std::unique_ptr<ir::Model> oneNeg() { return loadModel(test::parseModel(test::kNegModel)); }
 }  // namespace
 
 // A value finds its initializer by its index in the graph's list: removing one
@@ -32,7 +30,8 @@ std::unique_ptr<ir::Model> oneNeg() {
 TEST_CASE("values find their initializers after others are removed and added", "[value_layout]") {
   auto model = loadModel(test::parseModel(R"(
 <ir_version: 8, opset_import: ["" : 17]>
-main (float[2] X) => (float[2] Y) <float[2] A = {1, 1}, float[2] B = {2, 2}, float[2] C = {3, 3}, float[2] D = {4, 4}, float[2] U = {5, 5}> {
+main (float[2] X) => (float[2] Y) <float[2] A = {1, 1}, float[2] B = {2, 2}, float[2] C = {3, 3}, float[2] D = {4, 4},
+    float[2] U = {5, 5}> {
   S = Sum (X, A, B, D)
   Y = Add (S, C)
 }
@@ -284,7 +283,8 @@ TEST_CASE("erasing a value drops the value_info entries subgraphs hold for it", 
 main (bool c, float[2] X) => (float[2] Z, float[2] Y) {
   A = Neg (X)
   Z = Abs (A)
-  Y = If (c) <then_branch = g1 () => (float[2] t) { t = Identity (X) }, else_branch = g2 () => (float[2] e) { e = Identity (X) }>
+  Y = If (c) <then_branch = g1 () => (float[2] t) { t = Identity (X) },
+      else_branch = g2 () => (float[2] e) { e = Identity (X) }>
 }
 )");
   auto* declared = proto.mutable_graph()->mutable_node(2)->mutable_attribute(0)->mutable_g()->add_value_info();

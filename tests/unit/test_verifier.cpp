@@ -108,7 +108,8 @@ class MisorderingPass final : public Pass {
 
 }  // namespace
 
-TEST_CASE("verify-each (--verify-each) stops at the pass that broke the IR, naming it (exit 1)", "[verifier][pass-manager]") {
+TEST_CASE("verify-each (--verify-each) stops at the pass that broke the IR, naming it (exit 1)",
+          "[verifier][pass-manager]") {
   test::ScopedEnv off("GRAPHRW_VERIFY_EACH", nullptr);  // the suite turns it on for every pipeline
   auto run = [](bool verifyEach) {
     auto model = loadModel(test::parseModel(test::kSmallModel));
@@ -200,7 +201,8 @@ class SilentAdderPass final : public Pass {
   explicit SilentAdderPass(size_t matched) : matched_(matched) {}
   std::string name() const override { return "silent-adder"; }
   void run(Model& model, PassContext& context) const override {
-    context.rewriter.createNode(model.graph(), nullptr, {"copy", "Identity", "", {model.graph().findLocal("H")}, {"H2"}});
+    context.rewriter.createNode(model.graph(), nullptr,
+                                {"copy", "Identity", "", {model.graph().findLocal("H")}, {"H2"}});
     context.matched = matched_;
   }
 

@@ -171,8 +171,8 @@ TEST_CASE("the main graph's nodes come back in order across fields and repeated 
     wire::appendLenField(out, number, value);
     return out;
   };
-  std::string graph1 = field(1, nodeBytes("A", 0)) + field(2, "g") + field(1, nodeBytes("B", 200)) +
-                       field(1, nodeBytes("C", 0));
+  std::string graph1 =
+      field(1, nodeBytes("A", 0)) + field(2, "g") + field(1, nodeBytes("B", 200)) + field(1, nodeBytes("C", 0));
   std::string graph2 = field(1, nodeBytes("D", 200)) + field(1, nodeBytes("E", 0));
   std::string model = field(7, graph1) + field(7, graph2);
   onnx::ModelProto expected;
@@ -215,8 +215,8 @@ TEST_CASE("the main graph's value_info entries are split off as views, in order,
   branch->set_name("then_branch");
   branch->set_type(onnx::AttributeProto::GRAPH);
   branch->mutable_g()->add_value_info()->set_name("inner");
-  std::string graph1 = field(13, entry("a")) + field(1, withBranch.SerializeAsString()) + field(13, entry("b")) +
-                       field(2, "g");
+  std::string graph1 =
+      field(13, entry("a")) + field(1, withBranch.SerializeAsString()) + field(13, entry("b")) + field(2, "g");
   std::string graph2 = field(13, entry("c"));
   std::string model = field(7, graph1) + field(7, graph2);
   auto source = Buffer::fromString(model);
