@@ -17,7 +17,7 @@ Prints "N passed, N failed"."""
 import pathlib, re, subprocess, sys
 
 root = pathlib.Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parents[2]
-TOP = {".ci", ".gitignore", "CMakeLists.txt", "README.md", "bench", "cmake", "docs", "examples", "lib", "passes",
+TOP = {".ci", ".clang-format", ".gitignore", "CMakeLists.txt", "README.md", "bench", "cmake", "docs", "examples", "lib", "passes",
        "schemas", "tests", "tools"}
 TOOL = ("lib/", "passes/", "tools/", "cmake/")
 MAX_LINES = 500

@@ -19,6 +19,7 @@ def tree(files):
         "passes/blocks.cpp": '#include "passes/blocks.h"\n',
         "lib/driver/cli.cpp": '#include "passes/blocks.h"\n',
         "tests/x.cpp": "#define GRAPHRW_IR_TESTING\n",
+        ".clang-format": (here.parents[1] / ".clang-format").read_text(),
     }
     base.update(files)
     for name, text in base.items():
@@ -47,6 +48,10 @@ expect("check_layers.py", {}, True)
 expect("check_layers.py", {"lib/ir/bad.cpp": '#include "passes/blocks.h"\n'}, False, "lib/ir/bad.cpp:1")
 expect("check_layers.py", {"lib/ir/flat.cpp": '#include "blocks.h"\n'}, False, "lib/ir/flat.cpp:1")
 expect("check_layers.py", {"passes/gone.cpp": '#include "analysis/nothing.h"\n'}, False, "no such header")
+expect("check_format.py", {}, True)
+expect("check_format.py", {"passes/ugly.cpp": "int  f( int x ){return x;}\n"}, False, "passes/ugly.cpp: not formatted")
+expect("check_format.py", {"passes/wide.cpp": 'const char* k = R"(' + "x" * 120 + ')";\n'}, False,
+       "passes/wide.cpp:1: 142 columns")
 expect("check_tree.py", {}, True)
 expect("check_tree.py", {"writes through*": "Catch output\n"}, False, "writes through*")
 expect("check_tree.py", {"lib/driver/paths.h": 'const char* kDir = "/src/tests/ort";\n'}, False, "lib/driver/paths.h:1")
