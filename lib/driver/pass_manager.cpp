@@ -7,8 +7,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string_view>
+#include <unordered_map>
 
 #include "io/writer.h"
 #include "ir/fingerprint.h"
@@ -42,11 +44,31 @@ bool verifyEachFromEnvironment() {
   return env && std::string_view(env) == "1";
 }
 
+// Every node of the model (main graph, subgraphs, function bodies) with its own fingerprint.
+using NodePrints = std::unordered_map<const ir::Node*, uint64_t>;
+NodePrints nodePrints(const ir::Model& model) {
+  NodePrints prints;
+  auto add = [&](const ir::Graph& g) {
+    for (const auto& n : g.nodes()) prints.emplace(n.get(), ir::nodeFingerprint(*n));
+  };
+  model.graph().walkGraphs(add);
+  for (const auto& f : model.functions()) f->body().walkGraphs(add);
+  return prints;
+}
+
+// The model's state before a pass, for --verify-each.
+struct Before {
+  uint64_t model = 0;
+  NodePrints nodes;
+};
+
 // What --verify-each finds after a pass: the IR's invariants, and whether the
 // edits the Rewriter counted agree with what changed (a pass that changes the
-// model behind the Rewriter's back, or counts edits it did not make, is wrong).
-void verifyAfter(ir::Model& model, const Pass& pass, size_t index, uint64_t before, const ir::ChangeCounts& counts,
+// model behind the Rewriter's back, or counts edits it did not make, is wrong):
+// for the whole model, and node by node, so one counted edit cannot hide another.
+void verifyAfter(ir::Model& model, const Pass& pass, size_t index, const Before& before, const ir::Rewriter& rewriter,
                  size_t matched) {
+  const ir::ChangeCounts& counts = rewriter.counts();
   bool counted = counts.any();
   std::string label = "pass " + std::to_string(index) + " (" + pass.name() + ")";
   auto findings = verify(model);
@@ -54,7 +76,7 @@ void verifyAfter(ir::Model& model, const Pass& pass, size_t index, uint64_t befo
     fail(ExitCode::Findings,
          "IR verifier failed after " + label + ": " + findings[0].where + ": " + findings[0].message +
              (findings.size() > 1 ? " (and " + std::to_string(findings.size() - 1) + " more)" : ""));
-  bool changed = ir::fingerprint(model) != before;
+  bool changed = ir::fingerprint(model) != before.model;
   if (changed && !counted)
     fail(ExitCode::Findings, label +
                                  " changed the model without an edit counted by the Rewriter "
@@ -63,6 +85,13 @@ void verifyAfter(ir::Model& model, const Pass& pass, size_t index, uint64_t befo
     fail(ExitCode::Findings, label +
                                  " counted edits but the model is unchanged "
                                  "(its report would say \"changed\": true)");
+  // Node by node: an existing node whose own parts changed must be one the Rewriter counted.
+  for (const auto& [n, print] : nodePrints(model)) {
+    auto was = before.nodes.find(n);
+    if (was == before.nodes.end() || rewriter.counted(n) || was->second == print) continue;
+    fail(ExitCode::Findings, label + " edited " + ir::nodeLabel(*n) +
+                                 " without the Rewriter counting it (its report's nodes_changed leaves it out)");
+  }
   // The report's counts say what the pass did: nodes added or removed by a pass that matched nothing is a lie.
   if (matched == 0 && (counts.nodesAdded || counts.nodesRemoved))
     fail(ExitCode::Findings, label + " added " + std::to_string(counts.nodesAdded) + " and removed " +
@@ -81,7 +110,13 @@ nlohmann::json PassManager::run(ir::Model& model) {
     const Pass& pass = *passes_[i];
     ir::Rewriter rewriter(model);
     PassContext context{rewriter};
-    uint64_t before = verifyEach ? ir::fingerprint(model) : 0;
+    Before before;
+    // Under --verify-each nodes are compared by address across the pass: none freed in it is reused.
+    std::optional<ir::FreedNodeHold> hold;
+    if (verifyEach) {
+      hold.emplace();
+      before = {ir::fingerprint(model), nodePrints(model)};
+    }
     auto start = std::chrono::steady_clock::now();
     pass.run(model, context);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -99,7 +134,7 @@ nlohmann::json PassManager::run(ir::Model& model) {
     const std::string& want = options_.printIrAfter;
     if (!want.empty() && (want == "all" || want == pass.name() || want == std::to_string(i)))
       std::cerr << "graphrw: IR after pass " << i << " (" << pass.name() << "):\n" << printModel(model) << std::flush;
-    if (verifyEach) verifyAfter(model, pass, i, before, c, context.matched);
+    if (verifyEach) verifyAfter(model, pass, i, before, rewriter, context.matched);
   }
   model.releaseNameTables();  // the passes are done: writing the model needs no fresh names
   return report;

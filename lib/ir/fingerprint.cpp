@@ -127,6 +127,32 @@ void graph(Hasher& h, const Graph& g) {
 
 }  // namespace
 
+uint64_t nodeFingerprint(const Node& n) {
+  Hasher h;
+  h.str(n.name());
+  h.str(n.opType());
+  h.str(n.domain());
+  h.str(n.overload());
+  h.u64(n.presence());
+  h.u64(n.inputs().size());
+  for (const Value* v : n.inputs()) h.u64(reinterpret_cast<uintptr_t>(v));
+  h.u64(n.outputs().size());
+  for (const Value* v : n.outputs()) h.u64(reinterpret_cast<uintptr_t>(v));
+  h.u64(n.attributes().size());
+  for (const Attribute& a : n.attributes()) {
+    h.message(a.proto());
+    h.u64(a.t() != nullptr);
+    if (a.t()) tensor(h, *a.t());
+    h.u64(a.tensors().size());
+    for (const Tensor& t : a.tensors()) tensor(h, t);
+    h.u64(reinterpret_cast<uintptr_t>(a.g()));
+    h.u64(a.graphs().size());
+    for (const auto& sub : a.graphs()) h.u64(reinterpret_cast<uintptr_t>(sub.get()));
+  }
+  h.message(n.residual());
+  return h.value();
+}
+
 uint64_t fingerprint(const Model& model) {
   Hasher h;
   h.message(model.residual());

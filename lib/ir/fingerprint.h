@@ -13,4 +13,10 @@ namespace graphrw::ir {
 
 uint64_t fingerprint(const Model& model);
 
+// A digest of one node's own parts: name, op, domain, overload, its inputs and
+// outputs by identity (a value renamed is the value's edit, not its readers'),
+// attributes with their tensors, subgraphs by identity (their nodes have their
+// own), the residual. A change here is an edit the Rewriter must count on the node.
+uint64_t nodeFingerprint(const Node& n);
+
 }  // namespace graphrw::ir

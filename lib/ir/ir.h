@@ -444,6 +444,21 @@ class Model {
   std::string internKey_;  // reused serialization buffer
 };
 
+// While one is alive on a thread, the memory of nodes freed on that thread is
+// not reused: a node that outlived a stretch of work is never confused with a
+// new node at its address (--verify-each compares nodes across a pass so).
+struct FreedNodeHoldState;
+class FreedNodeHold {
+ public:
+  FreedNodeHold();
+  ~FreedNodeHold();
+  FreedNodeHold(const FreedNodeHold&) = delete;
+  FreedNodeHold& operator=(const FreedNodeHold&) = delete;
+
+ private:
+  std::unique_ptr<FreedNodeHoldState> state_;
+};
+
 // Shorthand for "domain::op" with the default domain shown as "ai.onnx".
 std::string opName(const Node& node);
 // The one way messages name a node: "node 'NAME' (DOMAIN::OP)".

@@ -138,6 +138,9 @@ class Rewriter {
   // Returns whether anything moved. Throws Error(Internal) on a cycle.
   bool sortTopologically(Graph& g);
 
+  // Whether an edit of n is counted: n was created, or changed, through this Rewriter.
+  bool counted(const Node* n) const { return createdHere(n) || changed_.contains(n); }
+
  private:
   // A node edited: counted once, and not at all when this Rewriter created it.
   void markChanged(const Node* n);

@@ -65,4 +65,10 @@ void* Node::operator new(size_t size) {
 }
 void Node::operator delete(void* p, size_t) noexcept { NodePool::deallocate(p); }
 
+struct FreedNodeHoldState {
+  NodePool::Hold hold;
+};
+FreedNodeHold::FreedNodeHold() : state_(std::make_unique<FreedNodeHoldState>()) {}
+FreedNodeHold::~FreedNodeHold() = default;
+
 }  // namespace graphrw::ir

@@ -90,3 +90,37 @@ TEST_CASE("fixed pool is shared by threads that free each other's blocks", "[fix
 #endif
   for (char* p : c) FixedPool<kSize>::deallocate(p);
 }
+
+TEST_CASE("fixed pool: blocks freed under a Hold are not reused until the last Hold ends", "[fixed_pool]") {
+  constexpr size_t kSize = 56;
+  using Pool = FixedPool<kSize>;
+  std::set<void*> freed;
+  {
+    Pool::Hold outer;
+    std::vector<void*> blocks;
+    for (int i = 0; i < 64; ++i) blocks.push_back(Pool::allocate());
+    {
+      Pool::Hold inner;  // nested: released only with the outer one
+      for (void* b : blocks) {
+        Pool::deallocate(b);
+        freed.insert(b);
+      }
+    }
+    // None of the 64 freed blocks comes back while a Hold is alive.
+    std::vector<void*> fresh;
+    for (int i = 0; i < 64; ++i) fresh.push_back(Pool::allocate());
+    for (void* b : fresh) CHECK(freed.count(b) == 0);
+    for (void* b : fresh) Pool::deallocate(b);  // held too
+  }
+#ifndef GRAPHRW_FIXED_POOL_OFF
+  // After the last Hold, held blocks are on the free list again.
+  std::set<void*> reused;
+  std::vector<void*> all;
+  for (int i = 0; i < 128; ++i) all.push_back(Pool::allocate());
+  for (void* b : all) reused.insert(b);
+  size_t back = 0;
+  for (void* b : freed) back += reused.count(b);
+  CHECK(back == freed.size());  // every held block was handed out again
+  for (void* b : all) Pool::deallocate(b);
+#endif
+}

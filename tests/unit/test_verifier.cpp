@@ -212,6 +212,42 @@ class SilentAdderPass final : public Pass {
 
 }  // namespace
 
+namespace {
+
+// A pass with one counted edit (a new Identity, through the Rewriter) and one
+// uncounted one (the call node's attribute dropped behind its back): the
+// whole model changed and edits were counted, so only a node-by-node check
+// sees the second.
+class HalfCountedPass final : public Pass {
+ public:
+  std::string name() const override { return "half-counted"; }
+  void run(Model& model, PassContext& context) const override {
+    Graph& g = model.graph();
+    context.rewriter.createNode(g, nullptr, {"copy", "Identity", "", {g.findLocal("H")}, {"H2"}});
+    context.matched = 1;
+    for (const auto& n : g.nodes())
+      if (n->opType() == "Layer") Corrupt::attributes(*n).clear();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("verify-each fails a counted edit that hides an uncounted one, naming the node", "[verifier][pass-manager]") {
+  std::string message = runFailing(std::make_unique<HalfCountedPass>());
+  CHECK_THAT(message, Catch::Contains("pass 0 (half-counted) edited the node producing 'Y' (local::Layer) without "
+                                      "the Rewriter counting it"));
+  // Not the IR verifier's doing, nor the whole-model check's: the model keeps every invariant, and
+  // edits were counted.
+  auto model = loadModel(test::parseModel(test::kSmallModel));
+  PassManager pm({/*verifyEach=*/false, std::nullopt, ""});
+  pm.add(std::make_unique<HalfCountedPass>());
+  test::ScopedEnv off("GRAPHRW_VERIFY_EACH", nullptr);
+  auto report = pm.run(*model);
+  CHECK(report[0]["changed"] == true);
+  CHECK(report[0]["nodes_changed"] == 0);
+  CHECK(verify(*model).empty());
+}
+
 TEST_CASE("verify-each fails a pass that adds or removes nodes but reports matching none", "[verifier][pass-manager]") {
   std::string message = runFailing(std::make_unique<SilentAdderPass>(0));
   CHECK_THAT(message, Catch::Contains("pass 0 (silent-adder) added 1 and removed 0 nodes but says it matched none"));
