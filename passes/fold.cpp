@@ -32,8 +32,9 @@ class FoldRun {
   void run(PassContext& context) {
     if (options_.shapes) inferMissingTypes(rw_);
     // Inference: a copy of an initializer through Identity is the initializer (not folded into a second one).
-    size_t readThrough = options_.keepParameters ? 0 : outline_sharing::forwardWeightIdentities(rw_, model_.graph());
-    if (!options_.keepParameters) context.details["identities_read_through"] = readThrough;
+    // Nodes it acts on besides those it folds: Identities of weights read through, Constants made initializers.
+    size_t otherNodes = options_.keepParameters ? 0 : outline_sharing::forwardWeightIdentities(rw_, model_.graph());
+    if (!options_.keepParameters) context.details["identities_read_through"] = otherNodes;
     std::map<std::string, size_t> perOp;
     size_t folded = 0, tooLarge = 0, pruned = 0;
     // Each round folds whole chains (nodes are visited in order); a round
@@ -64,11 +65,10 @@ class FoldRun {
       // Inference: what a runtime would read as a constant anyway is one.
       size_t constants = constantsToInitializers();
       context.details["constants_to_initializers"] = constants;
-      readThrough += constants;
+      otherNodes += constants;
       if (options_.shareDuplicates) context.details["duplicates_shared"] = shareDuplicates(before);
     }
-    // What it did to nodes: folded, read through (Identity of a weight), Constants made initializers.
-    context.matched = folded + readThrough;
+    context.matched = folded + otherNodes;
     context.details["rounds"] = rounds;
     context.details["folded"] = perOp;
     context.details["left_too_large"] = tooLarge;

@@ -196,14 +196,14 @@ class SetShapesRun {
     if (options_.dims.empty()) return;
     std::set<std::string> seen;
     std::string listed;
-    size_t shown = 0;
-    for (Value* v : inputs) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Value* v = inputs[i];
       onnx::TypeProto t = declared(g, v);
       bool shaped = t.has_tensor_type() && t.tensor_type().has_shape();
       if (shaped)
         for (const auto& d : t.tensor_type().shape().dim())
           if (d.has_dim_param()) seen.insert(d.dim_param());
-      if (++shown <= 8)
+      if (i < 8)
         listed += (listed.empty() ? "" : ", ") + ("'" + escapeControl(v->name()) + "' ") +
                   (shaped ? shapeText(t.tensor_type().shape()) : "(no shape)");
     }

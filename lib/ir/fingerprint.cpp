@@ -71,16 +71,31 @@ void tensor(Hasher& h, const Tensor& t) {
 
 void graph(Hasher& h, const Graph& g);
 
-void node(Hasher& h, const Node& n) {
+// One node. In the model's digest (`whole`) its values go by name and its
+// subgraphs by content; in a node's own digest both go by identity: a value
+// renamed and a subgraph's nodes are edits of their own.
+void node(Hasher& h, const Node& n, bool whole) {
+  auto value = [&](const Value* v) {
+    if (!whole)
+      h.u64(reinterpret_cast<uintptr_t>(v));
+    else
+      h.str(v ? std::string_view(v->name()) : std::string_view("\0<missing>", 10));
+  };
+  auto subgraph = [&](const Graph* g) {
+    if (!whole)
+      h.u64(reinterpret_cast<uintptr_t>(g));
+    else if (g)
+      graph(h, *g);
+  };
   h.str(n.name());
   h.str(n.opType());
   h.str(n.domain());
   h.str(n.overload());
   h.u64(n.presence());
   h.u64(n.inputs().size());
-  for (const Value* v : n.inputs()) h.str(v ? std::string_view(v->name()) : std::string_view("\0<missing>", 10));
+  for (const Value* v : n.inputs()) value(v);
   h.u64(n.outputs().size());
-  for (const Value* v : n.outputs()) h.str(v ? std::string_view(v->name()) : std::string_view("\0<missing>", 10));
+  for (const Value* v : n.outputs()) value(v);
   h.u64(n.attributes().size());
   for (const Attribute& a : n.attributes()) {
     h.message(a.proto());
@@ -89,9 +104,9 @@ void node(Hasher& h, const Node& n) {
     h.u64(a.tensors().size());
     for (const Tensor& t : a.tensors()) tensor(h, t);
     h.u64(a.g() != nullptr);
-    if (a.g()) graph(h, *a.g());
+    subgraph(a.g());
     h.u64(a.graphs().size());
-    for (const auto& sub : a.graphs()) graph(h, *sub);
+    for (const auto& sub : a.graphs()) subgraph(sub.get());
   }
   h.message(n.residual());
 }
@@ -122,34 +137,14 @@ void graph(Hasher& h, const Graph& g) {
     h.message(s.proto);
   }
   h.u64(g.nodeCount());
-  for (const auto& n : g.nodes()) node(h, *n);
+  for (const auto& n : g.nodes()) node(h, *n, true);
 }
 
 }  // namespace
 
 uint64_t nodeFingerprint(const Node& n) {
   Hasher h;
-  h.str(n.name());
-  h.str(n.opType());
-  h.str(n.domain());
-  h.str(n.overload());
-  h.u64(n.presence());
-  h.u64(n.inputs().size());
-  for (const Value* v : n.inputs()) h.u64(reinterpret_cast<uintptr_t>(v));
-  h.u64(n.outputs().size());
-  for (const Value* v : n.outputs()) h.u64(reinterpret_cast<uintptr_t>(v));
-  h.u64(n.attributes().size());
-  for (const Attribute& a : n.attributes()) {
-    h.message(a.proto());
-    h.u64(a.t() != nullptr);
-    if (a.t()) tensor(h, *a.t());
-    h.u64(a.tensors().size());
-    for (const Tensor& t : a.tensors()) tensor(h, t);
-    h.u64(reinterpret_cast<uintptr_t>(a.g()));
-    h.u64(a.graphs().size());
-    for (const auto& sub : a.graphs()) h.u64(reinterpret_cast<uintptr_t>(sub.get()));
-  }
-  h.message(n.residual());
+  node(h, n, false);
   return h.value();
 }
 
