@@ -5,7 +5,8 @@
 # another's: "analysis/fold.h", "passes/fold.h").
 function(graphrw_layer_includes target prefix folder)
   set(root ${PROJECT_BINARY_DIR}/layer-include/${target})
-  file(MAKE_DIRECTORY ${root})
+  get_filename_component(parent ${root}/${prefix} DIRECTORY)  # a prefix may have folders: target/popart
+  file(MAKE_DIRECTORY ${parent})
   if(NOT IS_SYMLINK ${root}/${prefix})
     file(CREATE_LINK ${folder} ${root}/${prefix} SYMBOLIC)
   endif()

@@ -6,6 +6,7 @@
 
 #include "analysis/attributes.h"
 #include "analysis/blocks.h"
+#include "analysis/extensions.h"
 #include "analysis/popart.h"
 #include "support/error.h"
 
@@ -125,7 +126,7 @@ class CheckpointRun {
     std::string base = (producer->name().empty() ? v->name() : producer->name()) + "/Checkpoint";
     Node* id = rw_->createNode(g, before, {base, "Identity", "", {v}, {outName}});
     for (const auto& a : popart::checkpointAttributes()) rw_->setAttribute(id, a);
-    popart::applyPlacement(*rw_, {id}, popart::placementOf(*producer));  // runs where its input is made
+    ext::applyPlacement(*rw_, {id}, ext::placementOf(*producer));  // runs where its input is made
     Value* out = id->output(0);
     if (v->type()) rw_->setType(out, *v->type());
     for (const Use& u : outside) rw_->setInput(u.node, static_cast<size_t>(u.index), out);

@@ -1,5 +1,6 @@
 #include "passes/expand.h"
-#include "analysis/graphcore_ops.h"
+#include "analysis/extensions.h"
+#include "analysis/schemas.h"
 
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
@@ -12,7 +13,6 @@
 #include <unordered_map>
 
 #include "analysis/opsets.h"
-#include "analysis/popart.h"
 #include "analysis/types.h"
 #include "io/loader.h"
 #include "io/writer.h"
@@ -72,7 +72,7 @@ class ExpandRun {
 
  private:
   enum class Phase { Calls, SchemaOps };
-  enum class Kind { None, Function, GraphcoreCall, SchemaOp };
+  enum class Kind { None, Function, GraphCall, SchemaOp };
   struct Target {
     Kind kind = Kind::None;
     Function* function = nullptr;
@@ -99,11 +99,11 @@ class ExpandRun {
       t = {Kind::Function, f, nullptr, "function " + f->key().str()};
       return t;
     }
-    if (popart::isCall(n)) {
-      const Attribute* callee = n.attribute("callee");
-      if (!callee || !callee->g()) badInput(nodeLabel(n) + " has no 'callee' GRAPH attribute");
+    if (const ext::CallOp* call = ext::callOp(n)) {
+      const Attribute* callee = n.attribute(call->calleeAttribute);
+      if (!callee || !callee->g()) badInput(nodeLabel(n) + " has no '" + call->calleeAttribute + "' GRAPH attribute");
       if (phase_ != Phase::Calls || !options_.calls || !selected(n)) return t;
-      t = {Kind::GraphcoreCall, nullptr, nullptr, "callee " + callee->g()->residual().name()};
+      t = {Kind::GraphCall, nullptr, nullptr, "callee " + callee->g()->residual().name()};
       return t;
     }
     if (phase_ != Phase::SchemaOps) return t;
@@ -157,9 +157,9 @@ class ExpandRun {
         badInput("call cycle: " + cycle + t.key);
       }
       if (t.kind == Kind::SchemaOp && !typesKnown(g, *n, *t.schema)) continue;
-      auto placement = popart::placementOf(*n);
+      auto placement = ext::placementOf(*n);
       std::vector<Node*> created = inlineTarget(g, n, t, opsets);
-      popart::applyPlacement(*rw_, created, placement);  // inlined ops run where the call ran
+      ext::applyPlacement(*rw_, created, placement);  // inlined ops run where the call ran
       if (rw_->counts().nodesAdded > options_.maxNodes)
         usageError("expand: inlining created over " + std::to_string(options_.maxNodes) +
                    " nodes (--max-nodes / max_nodes); stopped at " + nodeLabel(*n));
@@ -181,9 +181,10 @@ class ExpandRun {
         inlinedPerFunction_[t.function->key().str()]++;
         return inlineBody(*rw_, n, body->body(), env, prefix).created;
       }
-      case Kind::GraphcoreCall: {
-        const Attribute* callee = n->attribute("callee");
-        inlinedPerFunction_["ai.graphcore::Call " + callee->g()->residual().name()]++;
+      case Kind::GraphCall: {
+        const ext::CallOp* call = ext::callOp(*n);
+        const Attribute* callee = n->attribute(call->calleeAttribute);
+        inlinedPerFunction_[call->domain + "::" + call->opType + " " + callee->g()->residual().name()]++;
         return inlineBody(*rw_, n, *callee->g(), AttributeEnv{}, prefix).created;
       }
       case Kind::SchemaOp: {

@@ -6,7 +6,6 @@
 
 #include "analysis/types.h"
 #include "analysis/weights.h"
-#include "passes/outline_sharing.h"
 #include "support/error.h"
 
 namespace graphrw::passes {
@@ -33,7 +32,7 @@ class FoldRun {
     if (options_.shapes) inferMissingTypes(rw_);
     // Inference: a copy of an initializer through Identity is the initializer (not folded into a second one).
     // Nodes it acts on besides those it folds: Identities of weights read through, Constants made initializers.
-    size_t otherNodes = options_.keepParameters ? 0 : outline_sharing::forwardWeightIdentities(rw_, model_.graph());
+    size_t otherNodes = options_.keepParameters ? 0 : forwardWeightIdentities(rw_, model_.graph());
     if (!options_.keepParameters) context.details["identities_read_through"] = otherNodes;
     std::map<std::string, size_t> perOp;
     size_t folded = 0, tooLarge = 0, pruned = 0;

@@ -1,5 +1,6 @@
 #include "passes/opset.h"
-#include "analysis/graphcore_ops.h"
+#include "analysis/extensions.h"
+#include "analysis/schemas.h"
 
 #include <onnx/defs/schema.h>
 #include <onnx/version_converter/convert.h>

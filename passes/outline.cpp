@@ -7,10 +7,10 @@
 #include <unordered_set>
 
 #include "analysis/blocks.h"
-#include "analysis/fold.h"
 #include "analysis/opsets.h"
 #include "analysis/popart.h"
 #include "analysis/types.h"
+#include "analysis/weights.h"
 #include "io/loader.h"
 #include "io/writer.h"
 #include "ir/inliner.h"
@@ -98,7 +98,7 @@ class OutlineRun {
     bool sharing = options_.mode != OutlineOptions::Mode::Attributes;
     if (sharing) {
       size_t forwarded = 0;
-      for (Graph* g : graphs) forwarded += outline_sharing::forwardWeightIdentities(*rw_, *g);
+      for (Graph* g : graphs) forwarded += forwardWeightIdentities(*rw_, *g);
       if (forwarded) context.details["weight_identities_removed"] = forwarded;
     }
     std::set<std::string> hits;

@@ -285,30 +285,6 @@ std::optional<onnx::TypeProto> commonType(const std::vector<const Value*>& value
   return common;
 }
 
-// PyTorch's exporter feeds later layers the parameters equal to layer 0's
-// through Identity nodes on layer 0's initializers: the layers then differ
-// in their inputs (an activation here, an initializer there) and would not
-// share a body. Such an Identity is an alias: its readers read the
-// initializer. Identities carrying `__` attributes (checkpoints) stay.
-size_t forwardWeightIdentities(Rewriter& rw, Graph& g) {
-  std::vector<Node*> aliases;
-  for (const auto& n : g.nodes()) {
-    if (n->opType() != "Identity" || !isDefaultDomain(n->domain()) || n->inputs().size() != 1) continue;
-    const Value* in = n->input(0);
-    Value* out = n->output(0);
-    if (!in || !out || !in->isInitializer() || in->isGraphInput() || in->graph() != &g) continue;
-    if (out->graphOutputCount() > 0) continue;
-    bool annotated = false;
-    for (const auto& a : n->attributes()) annotated |= a.name().starts_with("__");
-    if (!annotated) aliases.push_back(n.get());
-  }
-  for (Node* n : aliases) {
-    rw.replaceAllUsesWith(n->output(0), n->input(0));
-    rw.eraseNode(n);
-  }
-  return aliases.size();
-}
-
 // PyTorch's exporter computes what every layer computes alike from graph
 // inputs and constants (the attention mask's `(1 - mask) * -10000`) once, in
 // the first layer, and the other layers read it from there: the first layer

@@ -88,10 +88,6 @@ std::string calleeName(const std::vector<std::string>& keys, std::set<std::strin
 // Value names read or written by a node and by nodes in its subgraphs (free
 // names only: inner names are not in the map) renamed as `rename` says.
 void renameRefs(onnx::NodeProto& p, const std::unordered_map<std::string, std::string>& rename);
-
-// Identity nodes on initializers (PyTorch's way of passing layer 0's weights to
-// later layers) are removed, their readers reading the initializer. Returns how many.
-size_t forwardWeightIdentities(ir::Rewriter& rw, ir::Graph& g);
 // Nodes of a block computing only from graph inputs and constants that another
 // block reads too leave the block (the attention mask). Returns how many.
 size_t hoistShared(ir::Graph& g, std::vector<Block>& blocks);

@@ -8,9 +8,10 @@
 #include <set>
 #include <vector>
 
-#include "analysis/graphcore_ops.h"
+#include "analysis/extensions.h"
 #include "analysis/json_schema.h"
 #include "analysis/opsets.h"
+#include "analysis/schemas.h"
 #include "analysis/weights.h"
 #include "passes/replace.h"
 #include "support/error.h"
@@ -55,7 +56,7 @@ void keepAliveOnce(Model& model, std::vector<Node*>& created) {
 class PatternPass final : public Pass {
  public:
   explicit PatternPass(PatternOptions options) : options_(std::move(options)) {
-    registerGraphcoreOps();
+    ext::registerSchemas();
     for (const auto& r : options_.rules) patterns_.emplace_back(r.match, r.replace, r.where, r.constraints);
   }
   std::string name() const override { return kPatternPass; }
@@ -219,7 +220,7 @@ void rulesFromFile(std::filesystem::path file, const RuleContext& where, const s
 }
 
 PatternOptions optionsFromJson(const nlohmann::json& entry, const RuleContext& where, const std::string& pointer) {
-  registerGraphcoreOps();  // replacements may use ai.graphcore ops, whose attribute types `@` references need
+  ext::registerSchemas();  // replacements may use ai.graphcore ops, whose attribute types `@` references need
   PatternOptions o;
   o.allowNoMatch = entry.at("allow_no_match").get<bool>();
   o.fold = entry.at("fold").get<bool>();

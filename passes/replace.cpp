@@ -5,9 +5,9 @@
 
 #include <unordered_set>
 
-#include "analysis/graphcore_ops.h"
+#include "analysis/extensions.h"
 #include "analysis/opsets.h"
-#include "analysis/popart.h"
+#include "analysis/schemas.h"
 #include "ir/builder.h"
 #include "ir/inliner.h"
 #include "passes/replace_internal.h"
@@ -192,9 +192,9 @@ void ReplaceRun::applyTemplate(const Function& fn, Node* n) {
         }
   std::string prefix = n->name().empty() ? rw_->reserveNodeName(g, n->opType()) : n->name().str();
   erasedByTemplates_.insert(n);  // a node an earlier template created may be replaced in turn
-  auto placement = popart::placementOf(*n);
+  auto placement = ext::placementOf(*n);
   auto result = inlineBody(*rw_, n, fn.body(), env, prefix);
-  popart::applyPlacement(*rw_, result.created, placement);  // template ops run where the node ran
+  ext::applyPlacement(*rw_, result.created, placement);  // template ops run where the node ran
   for (Node* c : result.created) erasedByTemplates_.erase(c);
   fromTemplates_.insert(fromTemplates_.end(), result.created.begin(), result.created.end());
 }
@@ -205,7 +205,7 @@ namespace {
 
 class ReplacePass final : public Pass {
  public:
-  explicit ReplacePass(ReplaceOptions options) : options_(std::move(options)) { registerGraphcoreOps(); }
+  explicit ReplacePass(ReplaceOptions options) : options_(std::move(options)) { ext::registerSchemas(); }
   std::string name() const override { return kReplacePass; }
   void run(Model& model, PassContext& context) const override {
     replace_detail::ReplaceRun(options_, model, context.rewriter).run(model, context);

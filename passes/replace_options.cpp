@@ -8,7 +8,8 @@
 #include <sstream>
 
 #include "analysis/attributes.h"
-#include "analysis/graphcore_ops.h"
+#include "analysis/extensions.h"
+#include "analysis/schemas.h"
 #include "passes/replace.h"
 #include "passes/template_check.h"
 #include "passes/template_text.h"
@@ -231,8 +232,8 @@ ReplaceOptions replaceOptionsFromJson(const nlohmann::json& given, const RuleCon
       // ai.onnx and ai.graphcore targets are checked before any model is read
       // (a typo must not pass because nothing matched); other domains may be
       // a model's local functions and are checked against the model.
-      if (!o.allowUnknownOp && (r.domain.empty() || r.domain == "ai.graphcore")) {
-        registerGraphcoreOps();
+      if (!o.allowUnknownOp && (r.domain.empty() || ext::domainVersion(r.domain))) {
+        ext::registerSchemas();
         const std::string domain = r.domain;
         bool known = false;
         std::vector<std::string> names;

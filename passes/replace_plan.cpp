@@ -4,9 +4,9 @@
 #include <limits>
 
 #include "analysis/attributes.h"
-#include "analysis/graphcore_ops.h"
+#include "analysis/extensions.h"
 #include "analysis/opsets.h"
-#include "analysis/popart.h"
+#include "analysis/schemas.h"
 #include "ir/inliner.h"
 #include "passes/replace_internal.h"
 #include "support/error.h"
@@ -145,11 +145,11 @@ void planSets(const Replacement& r, const onnx::OpSchema* schema, const Function
     }
     auto expected = expectedAttributeType(schema, name);
     if (value.is_array())
-      if (auto list = popart::listFormType(name, p.opType)) expected = list;  // Conv's per-conv `__` lists
+      if (auto list = ext::reservedListType(name, p.opType)) expected = list;  // Conv's per-conv `__` lists
     if (expected && *expected == onnx::AttributeProto::GRAPH)
       usageError(where + ": attribute '" + name + "' is a GRAPH; a rule cannot set it");
     auto a = attributeFromJson(name, value, expected, where);
-    for (const auto& problem : popart::checkAttribute(a, p.opType)) usageError(where + ": " + problem);
+    for (const auto& problem : ext::checkAttribute(a, p.opType)) usageError(where + ": " + problem);
     p.sets.push_back(a);
     present.insert(name);
   }
@@ -241,7 +241,7 @@ const Resolved& ReplaceRun::resolve(const Replacement& r, Graph& g, const std::s
                  " but the node's scope imports version " + std::to_string(imported->second));
     t.version = imported->second;
   } else {
-    if (!t.version) t.version = t.domain == "ai.graphcore" ? graphcoreOpsData()["version"].get<int64_t>() : 1;
+    if (!t.version) t.version = ext::domainVersion(t.domain).value_or(1);
     t.importDomain = true;
   }
   t.schema = findSchema(r.opType, static_cast<int>(t.version), t.domain);

@@ -8,7 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "analysis/graphcore_ops.h"
+#include "analysis/extensions.h"
+#include "analysis/schemas.h"
 #include "ir/ir.h"
 #include "support/error.h"
 #include "support/json_text.h"
@@ -169,7 +170,7 @@ void checkDataflow(const onnx::FunctionProto& fp, const std::string& where) {
 
 void checkTemplate(const onnx::FunctionProto& fp, TemplateRole role, const std::string& where,
                    const std::string& marker) {
-  registerGraphcoreOps();
+  ext::registerSchemas();
   std::set<std::string> seen;
   for (const auto& i : fp.input())
     if (!seen.insert(i).second) usageError(where + ": input '" + shown(i) + "' is declared twice");

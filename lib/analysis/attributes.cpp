@@ -3,7 +3,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "analysis/popart.h"
+#include "analysis/extensions.h"
 #include "ir/ir.h"
 #include "support/error.h"
 
@@ -12,7 +12,7 @@ namespace graphrw {
 using onnx::AttributeProto;
 
 std::optional<AttributeType> expectedAttributeType(const onnx::OpSchema* op, const std::string& name) {
-  if (name.starts_with("__")) return popart::expectedType(name);
+  if (name.starts_with("__")) return ext::reservedType(name);
   if (!op) return std::nullopt;
   auto it = op->attributes().find(name);
   if (it == op->attributes().end()) return std::nullopt;

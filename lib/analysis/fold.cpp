@@ -205,14 +205,6 @@ std::optional<std::vector<HostTensor>> evaluateNode(const Node& n, const std::ve
 
 }  // namespace
 
-uint64_t machineMemory() {
-  static const uint64_t bytes = [] {
-    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-    return pages > 0 && size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(size) : UINT64_MAX;
-  }();
-  return bytes;
-}
-
 std::optional<std::vector<HostTensor>> evaluate(const Node& n, const std::vector<const HostTensor*>& in,
                                                 std::string& why, uint64_t maxBytes) {
   try {

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string_view>
 
+#include "analysis/schemas.h"
 #include "ir/ir.h"
 #include "support/embedded.h"
 
@@ -182,33 +183,11 @@ void registerGraphcoreOps() {
     const auto& data = graphcoreOpsData();
     std::string domain = data["domain"];
     int version = data["version"];
-    auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance();
-    if (!ranges.Map().count(domain)) ranges.AddDomainToVersion(domain, version, version);
-    for (const auto& [name, op] : data["ops"].items()) {
-      if (onnx::OpSchemaRegistry::Schema(name, version, domain)) continue;  // someone registered it already
-      onnx::RegisterSchema(build(name, op, data["type_sets"], domain, version));
-    }
+    std::vector<onnx::OpSchema> schemas;
+    for (const auto& [name, op] : data["ops"].items())
+      schemas.push_back(build(name, op, data["type_sets"], domain, version));
+    registerDomain(domain, version, std::move(schemas));
   });
-}
-
-const onnx::OpSchema* findSchema(const std::string& op, int version, const std::string& domain) {
-  registerGraphcoreOps();
-  return onnx::OpSchemaRegistry::Schema(op, version, domain);
-}
-
-onnx::ISchemaRegistry* schemaRegistry() {
-  registerGraphcoreOps();
-  return onnx::OpSchemaRegistry::Instance();
-}
-
-std::vector<onnx::OpSchema> allSchemas() {
-  registerGraphcoreOps();
-  return onnx::OpSchemaRegistry::get_all_schemas();
-}
-
-const std::unordered_map<std::string, std::pair<int, int>>& domainVersionRanges() {
-  registerGraphcoreOps();
-  return onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
 }
 
 }  // namespace graphrw

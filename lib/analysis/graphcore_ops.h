@@ -7,11 +7,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-#include <utility>
 #include <vector>
 
-#include <onnx/defs/schema.h>
 #include <nlohmann/json.hpp>
 
 namespace graphrw {
@@ -29,19 +26,11 @@ PopartVersion newestPopart();
 // The first release with ai.graphcore::`op` (graphcore-ops.json's since); nothing for an op the data lacks.
 std::optional<PopartVersion> graphcoreOpSince(const std::string& op);
 
-// Registers the ops once per process (thread-safe); later calls do nothing.
+// Registers the ops with ONNX's schema registry once per process (thread-safe);
+// later calls do nothing. Generic code gets them through schemas.h, which runs
+// every target's registration (analysis/extensions.h) before the first lookup.
 void registerGraphcoreOps();
 
-// graphrw's one way into ONNX's schema registry, with the ai.graphcore ops
-// registered first. libonnx builds every schema of every opset on first use
-// (about 17 ms), so a command that never looks one up (convert) does not pay
-// it: nothing registers eagerly. tests/arch/check_tree.py keeps
-// onnx::OpSchemaRegistry out of every other file.
-const onnx::OpSchema* findSchema(const std::string& op, int version, const std::string& domain);
-onnx::ISchemaRegistry* schemaRegistry();
-std::vector<onnx::OpSchema> allSchemas();
-// ONNX's known domains and their opset ranges.
-const std::unordered_map<std::string, std::pair<int, int>>& domainVersionRanges();
 // The data file, parsed.
 const nlohmann::json& graphcoreOpsData();
 

@@ -1,16 +1,27 @@
-// HostTensor (analysis/fold.h): read from the IR's tensors and Constants, written as a
+// HostTensor (analysis/host_tensor.h): read from the IR's tensors and Constants, written as a
 // TensorProto; its element count, its integers, its scalar.
+#include "analysis/host_tensor.h"
+
+#include <unistd.h>
+
 #include <cstring>
 
-#include "analysis/fold.h"
-#include "analysis/fold_internal.h"
+#include "analysis/types.h"
+#include "ir/ir.h"
 #include "support/error.h"
 
 namespace graphrw {
 
 using namespace ir;
 using TP = onnx::TensorProto;
-using namespace fold_detail;
+
+uint64_t machineMemory() {
+  static const uint64_t bytes = [] {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(size) : UINT64_MAX;
+  }();
+  return bytes;
+}
 
 HostTensor readTensor(const Tensor& tensor) {
   HostTensor t;

@@ -1,5 +1,5 @@
 #include "analysis/opsets.h"
-#include "analysis/graphcore_ops.h"
+#include "analysis/schemas.h"
 
 #include <onnx/defs/schema.h>
 #include <onnx/version_converter/convert.h>

@@ -9,10 +9,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/extensions.h"
 #include "analysis/fold.h"
 #include "analysis/opsets.h"
 #include "analysis/pattern_detail.h"
-#include "analysis/popart.h"
 #include "ir/builder.h"
 #include "ir/inliner.h"
 #include "support/error.h"
@@ -348,7 +348,7 @@ std::vector<Node*> Pattern::apply(Model& model, Rewriter& rw, Graph& g, PatternM
     Node* last = b.nodes.at(anchor_);
     for (Node* m : b.nodes)
       if (m && m->scratch > last->scratch) last = m;
-    auto placement = popart::placementOf(*b.nodes.at(anchor_));
+    auto placement = ext::placementOf(*b.nodes.at(anchor_));
     std::string prefix =
         b.nodes.at(anchor_)->name().empty() ? rw.reserveNodeName(g, match_.name()) : b.nodes.at(anchor_)->name().str();
     std::vector<Value*> ins;
@@ -376,7 +376,7 @@ std::vector<Node*> Pattern::apply(Model& model, Rewriter& rw, Graph& g, PatternM
     std::sort(erase.begin(), erase.end(), [](const Node* x, const Node* y) { return x->scratch > y->scratch; });
     for (Node* m : erase) rw.eraseNode(m);
     auto result = inlineBody(rw, call, body.body(), AttributeEnv{}, prefix);
-    popart::applyPlacement(rw, result.created, placement);
+    ext::applyPlacement(rw, result.created, placement);
     created.insert(created.end(), result.created.begin(), result.created.end());
     for (Value* v : constants) {
       if (!v->uses().empty() || v->graphOutputCount() > 0) continue;

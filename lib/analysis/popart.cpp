@@ -218,22 +218,7 @@ const ir::Node* mainGraphNode(const ir::Node* n) {
   return n && !n->graph()->owningFunction() ? n : nullptr;  // a function body's node runs under no main-graph node
 }
 
-bool isCall(const ir::Node& n) { return n.domain() == "ai.graphcore" && n.opType() == "Call"; }
-
-std::vector<onnx::AttributeProto> placementOf(const ir::Node& n) {
-  std::vector<onnx::AttributeProto> out;
-  for (const char* key : kPlacementAttributes)
-    if (const ir::Attribute* a = n.attribute(key); a && a->type() == onnx::AttributeProto::INT)
-      out.push_back(a->proto());
-  return out;
-}
-
-void applyPlacement(ir::Rewriter& rw, const std::vector<ir::Node*>& nodes,
-                    const std::vector<onnx::AttributeProto>& placement) {
-  for (ir::Node* n : nodes)
-    for (const auto& a : placement)
-      if (!n->attribute(a.name())) rw.setAttribute(n, a);
-}
+bool isCall(const ir::Node& n) { return n.domain() == kGraphcoreDomain && n.opType() == kCallOp; }
 
 size_t fillPlacement(ir::Rewriter& rw, ir::Graph& g) {
   size_t filled = 0;

@@ -55,12 +55,11 @@ std::optional<int64_t> placementValue(const ir::Node& n, const char* key);
 // The main-graph node `n` runs under: n itself, or the node whose subgraph
 // (If/Loop body, Call callee) holds it, at any depth; nullptr in a function body.
 const ir::Node* mainGraphNode(const ir::Node* n);
-bool isCall(const ir::Node& n);  // ai.graphcore::Call
-// The placement attributes `n` carries (INT ones).
-std::vector<onnx::AttributeProto> placementOf(const ir::Node& n);
-// Sets each attribute on the nodes that lack it.
-void applyPlacement(ir::Rewriter& rw, const std::vector<ir::Node*>& nodes,
-                    const std::vector<onnx::AttributeProto>& placement);
+// ai.graphcore::Call, whose `callee` GRAPH attribute is the graph it runs.
+constexpr const char* kGraphcoreDomain = "ai.graphcore";
+constexpr const char* kCallOp = "Call";
+constexpr const char* kCalleeAttribute = "callee";
+bool isCall(const ir::Node& n);
 // For each placement attribute some node of `g` has: the nodes lacking it take
 // their producers' (the latest pipeline stage among them), else their first
 // consumer's; nodes PopART folds at import and nodes computing only from

@@ -14,6 +14,7 @@
 #include "analysis/graphcore_ops.h"
 #include "analysis/popart.h"
 #include "analysis/popart_placed.h"
+#include "analysis/schemas.h"
 
 namespace graphrw::popart {
 

@@ -13,8 +13,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "analysis/graphcore_ops.h"
+#include "analysis/extensions.h"
 #include "analysis/opsets.h"
+#include "analysis/schemas.h"
 #include "io/writer.h"
 
 namespace graphrw {
@@ -29,7 +30,7 @@ using Untyped = std::unordered_map<std::string_view, std::vector<Value*>>;
 
 template <typename Wanted, typename Give>
 void infer(Model& model, Wanted wantedName, Give give) {
-  registerGraphcoreOps();
+  ext::registerSchemas();
   auto t0 = std::chrono::steady_clock::now();
   auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   onnx::ModelProto proto;
@@ -149,7 +150,7 @@ const onnx::TensorProto* dataOf(const Value* v, std::unordered_map<const Value*,
 bool inferOnIr(Rewriter& rw, Graph& g, const std::unordered_set<const Value*>* keep = nullptr,
                bool typedInputsOnly = false) {
   Model& model = rw.model();
-  registerGraphcoreOps();
+  ext::registerSchemas();
   auto scope = scopeOpsets(model, g);
   bool complete = true;
   std::unordered_map<const Value*, onnx::TensorProto> cache;

@@ -294,4 +294,23 @@ size_t pruneUnusedInitializers(Rewriter& rw, const std::set<Value*>& candidates)
   return removed;
 }
 
+size_t forwardWeightIdentities(ir::Rewriter& rw, ir::Graph& g) {
+  std::vector<ir::Node*> aliases;
+  for (const auto& n : g.nodes()) {
+    if (n->opType() != "Identity" || !ir::isDefaultDomain(n->domain()) || n->inputs().size() != 1) continue;
+    const ir::Value* in = n->input(0);
+    ir::Value* out = n->output(0);
+    if (!in || !out || !in->isInitializer() || in->isGraphInput() || in->graph() != &g) continue;
+    if (out->graphOutputCount() > 0) continue;
+    bool annotated = false;
+    for (const auto& a : n->attributes()) annotated |= a.name().starts_with("__");
+    if (!annotated) aliases.push_back(n.get());
+  }
+  for (ir::Node* n : aliases) {
+    rw.replaceAllUsesWith(n->output(0), n->input(0));
+    rw.eraseNode(n);
+  }
+  return aliases.size();
+}
+
 }  // namespace graphrw

@@ -75,4 +75,12 @@ class WeightFolder {
 // not a graph input or output); returns how many.
 size_t pruneUnusedInitializers(ir::Rewriter& rw, const std::set<ir::Value*>& candidates);
 
+// PyTorch's exporter feeds later layers the parameters equal to layer 0's
+// through Identity nodes on layer 0's initializers (the layers then differ in
+// their inputs and would not share an outlined body). Such an Identity is an
+// alias: its readers read the initializer instead and it goes. Identities on
+// graph inputs, producing graph outputs or carrying `__` attributes (PopART
+// checkpoints) stay. Returns how many went.
+size_t forwardWeightIdentities(ir::Rewriter& rw, ir::Graph& g);
+
 }  // namespace graphrw

@@ -1,6 +1,7 @@
 #include "driver/validate.h"
 
 #include "analysis/graphcore_ops.h"
+#include "analysis/schemas.h"
 
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>

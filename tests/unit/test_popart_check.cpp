@@ -6,9 +6,11 @@
 
 #include <set>
 
+#include "analysis/extensions.h"
 #include "analysis/graphcore_ops.h"
 #include "analysis/popart.h"
 #include "analysis/popart_check.h"
+#include "analysis/schemas.h"
 #include "io/loader.h"
 #include "support.h"
 
@@ -617,4 +619,31 @@ g (float[2, 4, 3] x) => (float[2, 4, 3] y) <float[SCALE] s = {1, 1, 1, 1}, float
   auto perChannel = scale("4");
   INFO(all(*perChannel));
   CHECK(popart::checkImport(*perChannel).empty());
+}
+
+TEST_CASE("popart: the target's part in the generic layers", "[popart]") {
+  // The extension PopART registers (analysis/extensions.h), as generic code sees it.
+  REQUIRE(ext::domainVersion("ai.graphcore") == graphcoreOpsData()["version"].get<int>());
+  CHECK_FALSE(ext::domainVersion("com.example"));
+  CHECK(domainVersionRanges().at("ai.graphcore") == std::pair<int, int>{1, 1});
+  CHECK(findSchema("Gelu", 1, "ai.graphcore") != nullptr);
+  CHECK(ext::reservedType("__ipu_number") == onnx::AttributeProto::INT);
+  CHECK_FALSE(ext::reservedType("__no_such_attribute"));
+  CHECK(ext::placementKeys() == std::vector<std::string>{"__ipu_number", "__pipeline_stage", "__execution_phase"});
+  auto m = model(R"(
+<ir_version: 6, opset_import: ["" : 11, "ai.graphcore" : 1]>
+g (float[2] x) => (float[2] y) {
+  a = Relu <__ipu_number: int = 1, __pipeline_stage: int = 2, __other: int = 3> (x)
+  y = ai.graphcore.Call <__ipu_number: float = 1.0> (a)
+}
+)");
+  const auto& nodes = m->graph().nodes();
+  auto placement = ext::placementOf(*nodes.front());
+  REQUIRE(placement.size() == 2);
+  CHECK(placement[0].name() == "__ipu_number");
+  CHECK(placement[1].name() == "__pipeline_stage");
+  CHECK(ext::placementOf(*nodes.back()).empty());  // a FLOAT __ipu_number is no placement
+  CHECK(ext::callOp(*nodes.front()) == nullptr);
+  REQUIRE(ext::callOp(*nodes.back()) != nullptr);
+  CHECK(ext::callOp(*nodes.back())->calleeAttribute == "callee");
 }
