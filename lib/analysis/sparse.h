@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "analysis/fold.h"
+#include "analysis/host_tensor.h"
 
 namespace graphrw {
 

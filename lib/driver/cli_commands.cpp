@@ -10,9 +10,6 @@
 #include <sstream>
 #include <utility>
 
-#include "analysis/graphcore_ops.h"
-#include "analysis/popart_check.h"
-#include "analysis/stage_cost.h"
 #include "driver/cli_common.h"
 #include "driver/compare.h"
 #include "driver/inspect.h"
@@ -21,6 +18,9 @@
 #include "io/loader.h"
 #include "support/error.h"
 #include "support/json_text.h"
+#include "target/popart/check.h"
+#include "target/popart/graphcore_ops.h"
+#include "target/popart/stage_cost.h"
 
 namespace graphrw::cli {
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "analysis/pass.h"
 #include "driver/pass_manager.h"
 #include "io/writer.h"
+#include "pass/pass.h"
 
 namespace graphrw::cli {
 

@@ -4,9 +4,9 @@
 #include <charconv>
 
 #include "analysis/attributes.h"
-#include "analysis/selector.h"
 #include "driver/cli_common.h"
 #include "driver/rules.h"
+#include "pass/selector.h"
 #include "support/error.h"
 
 namespace graphrw::cli {

@@ -12,11 +12,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "analysis/pass.h"
 #include "driver/pass_manager.h"
 #include "driver/rules.h"
 #include "io/loader.h"
 #include "io/writer.h"
+#include "pass/pass.h"
 #include "support/error.h"
 #include "support/json_text.h"
 #include "support/text_file.h"

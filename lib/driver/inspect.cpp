@@ -3,9 +3,9 @@
 #include <map>
 #include <sstream>
 
-#include "analysis/popart.h"
 #include "analysis/types.h"
 #include "support/external_data.h"
+#include "target/popart/popart.h"
 
 namespace graphrw {
 

@@ -1,6 +1,6 @@
 #include "driver/rules.h"
 
-#include "analysis/json_schema.h"
+#include "pass/json_schema.h"
 #include "support/error.h"
 #include "support/text_file.h"
 

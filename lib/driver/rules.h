@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/pass.h"
+#include "pass/pass.h"
 
 namespace graphrw {
 

@@ -1,7 +1,7 @@
 #include "driver/validate.h"
 
-#include "analysis/graphcore_ops.h"
 #include "analysis/schemas.h"
+#include "target/popart/graphcore_ops.h"
 
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
@@ -14,10 +14,10 @@
 #include <sstream>
 
 #include "analysis/opsets.h"
-#include "analysis/popart.h"
 #include "io/writer.h"
 #include "ir/verifier.h"
 #include "support/external_data.h"
+#include "target/popart/popart.h"
 
 namespace graphrw {
 

@@ -6,10 +6,10 @@
 #include <memory>
 #include <string>
 
-#include "analysis/pass.h"
 #include "ir/access.h"
 #include "ir/ir.h"
 #include "ir/rewriter.h"
+#include "pass/pass.h"
 
 #if PROBE == 14
 // A pass defining the test-only friend's name gets no access: the friend

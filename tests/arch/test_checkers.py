@@ -48,6 +48,15 @@ expect("check_layers.py", {}, True)
 expect("check_layers.py", {"lib/ir/bad.cpp": '#include "passes/blocks.h"\n'}, False, "lib/ir/bad.cpp:1")
 expect("check_layers.py", {"lib/ir/flat.cpp": '#include "blocks.h"\n'}, False, "lib/ir/flat.cpp:1")
 expect("check_layers.py", {"passes/gone.cpp": '#include "analysis/nothing.h"\n'}, False, "no such header")
+popart = {"lib/target/popart/popart.h": '#pragma once\n#include "analysis/blocks.h"\n',
+          "passes/popart/place/place.h": '#pragma once\n#include "target/popart/popart.h"\n'}
+expect("check_layers.py", popart, True)
+expect("check_layers.py", dict(popart, **{"passes/expand/expand.cpp": '#include "target/popart/popart.h"\n'}), False,
+       "passes/expand/expand.cpp:1: #include \"target/popart/popart.h\": a generic pass includes PopART")
+expect("check_layers.py", dict(popart, **{"passes/expand/expand.cpp": '#include "passes/popart/place/place.h"\n'}), False,
+       "passes/expand/expand.cpp:1")
+expect("check_layers.py", dict(popart, **{"lib/analysis/x.cpp": '#include "target/popart/popart.h"\n'}), False,
+       "layer 'analysis' includes a header of the higher layer 'target/popart'")
 expect("check_format.py", {}, True)
 expect("check_format.py", {"passes/ugly.cpp": "int  f( int x ){return x;}\n"}, False, "passes/ugly.cpp: not formatted")
 expect("check_format.py", {"passes/wide.cpp": 'const char* k = R"(' + "x" * 120 + ')";\n'}, False,

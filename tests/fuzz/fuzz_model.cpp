@@ -11,15 +11,15 @@
 #include <optional>
 #include <string>
 
-#include "analysis/graphcore_ops.h"
 #include "driver/pass_manager.h"
 #include "fuzz_common.h"
 #include "io/loader.h"
 #include "io/writer.h"
 #include "ir/verifier.h"
-#include "passes/expand.h"
+#include "passes/expand/expand.h"
 #include "support/buffer.h"
 #include "support/error.h"
+#include "target/popart/graphcore_ops.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const bool registered = (graphrw::registerGraphcoreOps(), true);

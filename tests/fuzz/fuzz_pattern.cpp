@@ -19,7 +19,6 @@
 #include <optional>
 #include <string>
 
-#include "analysis/graphcore_ops.h"
 #include "driver/pass_manager.h"
 #include "driver/rules.h"
 #include "fuzz_common.h"
@@ -28,6 +27,7 @@
 #include "ir/verifier.h"
 #include "support/buffer.h"
 #include "support/error.h"
+#include "target/popart/graphcore_ops.h"
 
 namespace {
 

@@ -15,13 +15,13 @@
 #include <optional>
 #include <string>
 
-#include "analysis/graphcore_ops.h"
 #include "driver/pass_manager.h"
 #include "driver/rules.h"
 #include "fuzz_common.h"
 #include "io/loader.h"
 #include "io/writer.h"
 #include "support/error.h"
+#include "target/popart/graphcore_ops.h"
 
 namespace {
 

@@ -8,8 +8,8 @@
 #include "io/loader.h"
 #include "io/writer.h"
 #include "ort.h"
-#include "passes/expand.h"
-#include "passes/set_shapes.h"
+#include "passes/expand/expand.h"
+#include "passes/set_shapes/set_shapes.h"
 #include "support.h"
 
 namespace graphrw::test {

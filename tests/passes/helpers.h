@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "analysis/pass.h"
-#include "analysis/selector.h"
 #include "ir/ir.h"
+#include "pass/pass.h"
+#include "pass/selector.h"
 
 namespace graphrw::test {
 

@@ -6,7 +6,7 @@
 #include "helpers.h"
 #include "io/loader.h"
 #include "io/writer.h"
-#include "passes/checkpoint.h"
+#include "passes/popart/checkpoint/checkpoint.h"
 #include "seed_models.h"
 #include "support.h"
 #include "support/error.h"

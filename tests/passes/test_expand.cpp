@@ -6,7 +6,7 @@
 #include "io/loader.h"
 #include "io/writer.h"
 #include "ort.h"
-#include "passes/expand.h"
+#include "passes/expand/expand.h"
 #include "seed_models.h"
 #include "support.h"
 #include "support/error.h"

@@ -10,7 +10,7 @@
 #include "io/loader.h"
 #include "io/writer.h"
 #include "ort.h"
-#include "passes/expand.h"
+#include "passes/expand/expand.h"
 #include "support.h"
 
 namespace fs = std::filesystem;

@@ -8,11 +8,11 @@
 #include <cmath>
 #include <filesystem>
 
-#include "analysis/fold.h"
 #include "driver/pass_manager.h"
+#include "fold/fold.h"
 #include "helpers.h"
 #include "io/loader.h"
-#include "passes/fold.h"
+#include "passes/fold/fold.h"
 #include "support.h"
 #include "support/error.h"
 

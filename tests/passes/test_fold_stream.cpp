@@ -10,7 +10,7 @@
 #include "io/loader.h"
 #include "io/writer.h"
 #include "ir/fingerprint.h"
-#include "passes/fold.h"
+#include "passes/fold/fold.h"
 #include "support.h"
 
 using namespace graphrw;

@@ -11,22 +11,22 @@
 #include <filesystem>
 #include <map>
 
-#include "analysis/graphcore_ops.h"
-#include "analysis/popart.h"
-#include "analysis/popart_check.h"
 #include "analysis/types.h"
 #include "driver/pass_manager.h"
 #include "driver/rules.h"
 #include "helpers.h"
 #include "io/loader.h"
 #include "io/writer.h"
-#include "passes/checkpoint.h"
-#include "passes/expand.h"
-#include "passes/legalize.h"
-#include "passes/outline.h"
-#include "passes/replace.h"
+#include "passes/expand/expand.h"
+#include "passes/popart/checkpoint/checkpoint.h"
+#include "passes/popart/legalize/legalize.h"
+#include "passes/popart/outline/outline.h"
+#include "passes/replace/replace.h"
 #include "support.h"
 #include "support/error.h"
+#include "target/popart/check.h"
+#include "target/popart/graphcore_ops.h"
+#include "target/popart/popart.h"
 
 namespace fs = std::filesystem;
 using namespace graphrw;

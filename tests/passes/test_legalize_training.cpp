@@ -8,20 +8,20 @@
 #include <filesystem>
 #include <set>
 
-#include "analysis/fold.h"
-#include "analysis/popart_check.h"
 #include "driver/pass_manager.h"
 #include "driver/rules.h"
+#include "fold/fold.h"
 #include "helpers.h"
 #include "io/loader.h"
 #include "io/writer.h"
 #include "ir/rewriter.h"
-#include "passes/fold.h"
-#include "passes/legalize.h"
-#include "passes/legalize_training.h"
-#include "passes/opset.h"
+#include "passes/fold/fold.h"
+#include "passes/opset/opset.h"
+#include "passes/popart/legalize/legalize.h"
+#include "passes/popart/legalize/legalize_training.h"
 #include "support.h"
 #include "support/error.h"
+#include "target/popart/check.h"
 
 namespace fs = std::filesystem;
 using namespace graphrw;

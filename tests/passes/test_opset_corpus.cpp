@@ -16,7 +16,7 @@
 #include "io/loader.h"
 #include "io/writer.h"
 #include "ort.h"
-#include "passes/opset.h"
+#include "passes/opset/opset.h"
 #include "support.h"
 #include "support/error.h"
 

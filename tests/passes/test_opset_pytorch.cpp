@@ -8,9 +8,9 @@
 #include "helpers.h"
 #include "io/loader.h"
 #include "io/writer.h"
-#include "passes/fold.h"
-#include "passes/opset.h"
-#include "passes/set_shapes.h"
+#include "passes/fold/fold.h"
+#include "passes/opset/opset.h"
+#include "passes/set_shapes/set_shapes.h"
 #include "support.h"
 #include "support/error.h"
 

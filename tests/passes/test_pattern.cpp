@@ -4,18 +4,18 @@
 
 #include <filesystem>
 
-#include "analysis/popart_check.h"
 #include "driver/pass_manager.h"
 #include "driver/rules.h"
 #include "helpers.h"
 #include "io/loader.h"
 #include "io/writer.h"
-#include "passes/fold.h"
-#include "passes/opset.h"
-#include "passes/pattern.h"
-#include "passes/replace.h"
+#include "passes/fold/fold.h"
+#include "passes/opset/opset.h"
+#include "passes/pattern/pattern.h"
+#include "passes/replace/replace.h"
 #include "support.h"
 #include "support/error.h"
+#include "target/popart/check.h"
 
 namespace fs = std::filesystem;
 using namespace graphrw;

@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.h"
-#include "passes/pattern.h"
-#include "passes/replace.h"
+#include "passes/pattern/pattern.h"
+#include "passes/replace/replace.h"
 #include "support.h"
 #include "support/error.h"
 

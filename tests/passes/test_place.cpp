@@ -3,18 +3,18 @@
 
 #include <filesystem>
 
-#include "analysis/fold.h"
-#include "analysis/popart_check.h"
 #include "driver/pass_manager.h"
 #include "driver/rules.h"
+#include "fold/fold.h"
 #include "helpers.h"
 #include "io/loader.h"
 #include "io/writer.h"
-#include "passes/checkpoint.h"
-#include "passes/legalize.h"
-#include "passes/place.h"
+#include "passes/popart/checkpoint/checkpoint.h"
+#include "passes/popart/legalize/legalize.h"
+#include "passes/popart/place/place.h"
 #include "support.h"
 #include "support/error.h"
+#include "target/popart/check.h"
 
 namespace fs = std::filesystem;
 using namespace graphrw;

@@ -1,4 +1,4 @@
-// place --auto: stages from the cost model (passes/place_auto.h).
+// place --auto: stages from the cost model (passes/popart/place/place_auto.h).
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -7,7 +7,7 @@
 
 #include "helpers.h"
 #include "io/loader.h"
-#include "passes/place_auto.h"
+#include "passes/popart/place/place_auto.h"
 #include "support.h"
 
 using namespace graphrw;

@@ -10,7 +10,6 @@
 #include <map>
 #include <set>
 
-#include "analysis/popart_check.h"
 #include "driver/pass_manager.h"
 #include "driver/rules.h"
 #include "driver/validate.h"
@@ -19,6 +18,7 @@
 #include "io/writer.h"
 #include "support.h"
 #include "support/error.h"
+#include "target/popart/check.h"
 
 namespace fs = std::filesystem;
 using namespace graphrw;

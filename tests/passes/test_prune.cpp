@@ -3,7 +3,7 @@
 #include "helpers.h"
 #include "io/loader.h"
 #include "io/writer.h"
-#include "passes/prune.h"
+#include "passes/prune/prune.h"
 #include "support.h"
 
 using namespace graphrw;

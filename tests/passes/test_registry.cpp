@@ -17,9 +17,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "analysis/json_schema.h"
-#include "analysis/pass.h"
 #include "driver/rules.h"
+#include "pass/json_schema.h"
+#include "pass/pass.h"
 #include "support.h"
 
 namespace fs = std::filesystem;

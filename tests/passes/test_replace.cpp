@@ -2,17 +2,17 @@
 
 #include <set>
 
-#include "analysis/popart.h"
 #include "driver/pass_manager.h"
 #include "driver/rules.h"
 #include "driver/validate.h"
 #include "helpers.h"
 #include "io/loader.h"
 #include "io/writer.h"
-#include "passes/replace.h"
+#include "passes/replace/replace.h"
 #include "seed_models.h"
 #include "support.h"
 #include "support/error.h"
+#include "target/popart/popart.h"
 
 using namespace graphrw;
 using namespace graphrw::ir;

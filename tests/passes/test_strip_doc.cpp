@@ -2,7 +2,7 @@
 
 #include "helpers.h"
 #include "io/writer.h"
-#include "passes/strip_doc.h"
+#include "passes/strip_doc/strip_doc.h"
 #include "support.h"
 
 using namespace graphrw;

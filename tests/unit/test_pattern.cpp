@@ -1,13 +1,13 @@
-// The pattern matcher legalize's GELU rules use (lib/analysis/pattern.h).
+// The pattern matcher legalize's GELU rules use (lib/pattern/pattern.h).
 #include <catch2/catch.hpp>
 
-#include "analysis/graphcore_ops.h"
-#include "analysis/pattern.h"
 #include "io/loader.h"
 #include "io/writer.h"
-#include "passes/replace.h"
+#include "passes/replace/replace.h"
+#include "pattern/pattern.h"
 #include "support.h"
 #include "support/error.h"
+#include "target/popart/graphcore_ops.h"
 
 using namespace graphrw;
 

@@ -7,12 +7,12 @@
 #include <set>
 
 #include "analysis/extensions.h"
-#include "analysis/graphcore_ops.h"
-#include "analysis/popart.h"
-#include "analysis/popart_check.h"
 #include "analysis/schemas.h"
 #include "io/loader.h"
 #include "support.h"
+#include "target/popart/check.h"
+#include "target/popart/graphcore_ops.h"
+#include "target/popart/popart.h"
 
 using namespace graphrw;
 

@@ -3,9 +3,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "analysis/json_schema.h"
 #include "driver/rules.h"
-#include "passes/expand.h"
+#include "pass/json_schema.h"
+#include "passes/expand/expand.h"
 #include "support.h"
 #include "support/error.h"
 

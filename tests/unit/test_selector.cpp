@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "analysis/selector.h"
 #include "io/loader.h"
+#include "pass/selector.h"
 #include "support.h"
 #include "support/error.h"
 

@@ -1,13 +1,13 @@
-// The stage cost model behind `inspect --stages` (lib/analysis/stage_cost.h).
+// The stage cost model behind `inspect --stages` (lib/target/popart/stage_cost.h).
 #include <catch2/catch.hpp>
 
-#include "analysis/stage_cost.h"
 #include "analysis/types.h"
 #include "io/loader.h"
 #include "io/writer.h"
 #include "ir/rewriter.h"
 #include "support.h"
 #include "support/error.h"
+#include "target/popart/stage_cost.h"
 
 using namespace graphrw;
 using namespace graphrw::test;

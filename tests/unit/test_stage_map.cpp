@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "io/loader.h"
-#include "passes/place_stage_map.h"
+#include "passes/popart/place/place_stage_map.h"
 #include "support.h"
 
 using namespace graphrw;
