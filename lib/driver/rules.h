@@ -35,9 +35,9 @@ std::unique_ptr<Pass> buildPass(const PassSpec& spec, const nlohmann::json& entr
 nlohmann::json ruleFileSchema();
 
 // The options table of a pass in Markdown (key, flag, value, default,
-// description), between the markers docs/passes.md keeps it in:
+// description), between the markers docs/passes/NAME.md keeps it in:
 // "<!-- options: NAME -->" ... "<!-- /options -->". `graphrw schema --markdown`
-// prints every pass's; a test checks docs/passes.md holds exactly these.
+// prints every pass's; a test checks docs/passes/NAME.md holds exactly these.
 std::string optionsMarkdown(const PassSpec& spec);
 
 }  // namespace graphrw

@@ -3,7 +3,7 @@
 // A pass is declared once, in its own file under passes/: a PassSpec with its
 // name, a one-line summary, its options (each with its key, schema, default,
 // help and flag) and a factory from the JSON entry a rule file holds. Its
-// rule-file schema, its subcommand and the options table of docs/passes.md are
+// rule-file schema, its subcommand and the options table of docs/passes/NAME.md are
 // made from that declaration. The command line never builds a pass itself:
 // its flags become that same JSON entry (OptionSpec::target() says where each
 // goes), which is validated against the pass's schema, completed with the
@@ -56,7 +56,7 @@ class Pass {
 // One option of a pass, declared once: its rule-file key, its value's JSON
 // Schema, its default and its help, and the command-line flag that sets it.
 // The pass's rule-file schema, its subcommand's flags, the options table in
-// docs/passes.md and the defaults its factory reads are all made from this.
+// docs/passes/NAME.md and the defaults its factory reads are all made from this.
 struct OptionSpec {
   enum class Kind {
     String,  // --opt TEXT                      -> "TEXT"

@@ -207,7 +207,7 @@ TEST_CASE("opset --to 11 on the backend corpus at opsets 12..17 keeps the expect
   for (const auto& f : t.failures) UNSCOPED_INFO(f);
   CHECK(t.failures.empty());
   // Every refusal names an op that has no ai.onnx 11 form, or a node using
-  // what its opset-11 form lacks, word for word as recorded; the counts are in docs/passes.md.
+  // what its opset-11 form lacks, word for word as recorded; the counts are in docs/passes/opset.md.
   // Exactly the conversions and refusals recorded: nothing lost, nothing new unreviewed.
   test::checkExpected("opset-corpus-down-to-11", t.record());
   WARN("opset down to 11: " << summary(t));

@@ -47,36 +47,26 @@ struct Pipeline {
   std::string name, text;
   fs::path file;  // a bundled rule file, loaded from its folder (its relative paths)
   bool popart = false;  // its output is for PopART: validate --target popart must accept it too
+  std::string record;  // its refusals are recorded in tests/expected/property/RECORD.json
 };
-Pipeline inlineRules(std::string name, std::string text, bool popart = false) {
-  return {std::move(name), std::move(text), {}, popart};
-}
 
+// Each pass's own pipelines, from the "property" list of its case file
+// (tests/passes/cases/NAME.json: label, rule, popart), and every bundled rule file.
 std::vector<Pipeline> pipelines() {
   fs::path src = GRAPHRW_SOURCE_DIR;
   auto one = [](const std::string& pass) { return R"({"version": 1, "passes": [)" + pass + "]}"; };
-  std::vector<Pipeline> list = {
-      inlineRules("expand", one(R"({"pass": "expand"})")),
-      inlineRules("expand schema_ops all", one(R"({"pass": "expand", "schema_ops": "all"})")),
-      inlineRules("prune", one(R"({"pass": "prune"})")),
-      inlineRules("fold", one(R"({"pass": "fold"})")),
-      inlineRules("set-shapes", one(R"({"pass": "set-shapes", "dims": {"batch": 2, "sequence": 8}})")),
-      inlineRules("opset 11", one(R"({"pass": "opset", "to": 11})")),
-      inlineRules("opset 17", one(R"({"pass": "opset", "to": 17})")),
-      inlineRules("legalize popart", one(R"({"pass": "legalize", "target": "popart"})"), true),
-      inlineRules("replace Relu", one(R"({"pass": "replace", "allow_no_match": true, "replacements": [
-         {"select": {"op_type": "Relu"}, "with": "LeakyRelu", "set": {"alpha": 0.0}},
-         {"select": {"op_type": "Dropout"}, "with": "Identity", "inputs": [0]}]})")),
-      inlineRules("outline MatMul call",
-                  one(R"({"pass": "outline", "select": {"op_type": "MatMul"}, "allow_no_match": true})")),
-      inlineRules(
-          "outline Add function",
-          one(R"({"pass": "outline", "select": {"op_type": "Add"}, "mode": "function", "allow_no_match": true})")),
-      inlineRules("checkpoint", one(R"({"pass": "checkpoint", "after": {"op_type": "Add"}, "allow_no_match": true})")),
-      inlineRules(
-          "place",
-          one(R"({"pass": "place", "stages": [{"op_type": "MatMul"}, {"op_type": "Add"}], "allow_no_match": true})")),
-  };
+  std::vector<Pipeline> list;
+  std::vector<fs::path> cases;
+  for (const auto& e : fs::directory_iterator(src / "tests" / "passes" / "cases")) cases.push_back(e.path());
+  std::sort(cases.begin(), cases.end());
+  for (const auto& path : cases) {
+    auto c = nlohmann::json::parse(test::readFile(path));
+    INFO(path.string() << ": every pass's case lists what the property test runs (\"property\")");
+    REQUIRE(c.contains("property"));
+    for (const auto& p : c["property"])
+      list.push_back({p.at("label").get<std::string>(), one(p.at("rule").dump()), {}, p.value("popart", false),
+                      path.stem().string()});
+  }
   for (const auto& dir : {src / "examples", src / "examples" / "patterns"})
     for (const auto& e : fs::directory_iterator(dir)) {
       if (!e.path().string().ends_with(".rules.json")) continue;
@@ -87,7 +77,8 @@ std::vector<Pipeline> pipelines() {
       list.push_back({e.path().filename().string(), text, library ? fs::path() : e.path(),
                       e.path().filename() == "popart.rules.json" ||
                           e.path().filename() == "popart-training.rules.json" ||
-                          e.path().filename() == "ipu-bert-pretraining.rules.json"});
+                          e.path().filename() == "ipu-bert-pretraining.rules.json",
+                      "rule-files"});
     }
   return list;
 }
@@ -133,9 +124,11 @@ TEST_CASE("property: every pass and bundled rule file writes what validate accep
   REQUIRE(models.size() > 40);
   REQUIRE(list.size() >= 20);
   std::map<std::string, size_t> written, refused;
-  // Each refusal, as tests/expected/property-refusals.json records it:
+  // Each refusal, as tests/expected/property/RECORD.json records it (one
+  // record per pass, and one for the bundled rule files):
   // "pipeline | model" -> "exit N: message" (temporary paths as {dir}).
-  nlohmann::json refusals = nlohmann::json::object();
+  std::map<std::string, nlohmann::json> refusals;
+  for (const auto& p : list) refusals.emplace(p.record, nlohmann::json::object());
   std::set<std::string> invalidInputs;
   auto label = [&](const fs::path& path) {
     std::string s = path.string();
@@ -186,7 +179,7 @@ TEST_CASE("property: every pass and bundled rule file writes what validate accep
         CHECK(e.code() != ExitCode::Internal);
         CHECK(e.code() != ExitCode::Findings);  // the verifier never finds a broken IR
         ++refused[p.name];
-        refusals[p.name + " | " + label(path)] =
+        refusals[p.record][p.name + " | " + label(path)] =
             "exit " + std::to_string(static_cast<int>(e.code())) + ": " + normalised(e.what());
         continue;
       }
@@ -206,7 +199,11 @@ TEST_CASE("property: every pass and bundled rule file writes what validate accep
   }
   // Exactly the refusals recorded, each for its recorded reason: a pipeline
   // that starts refusing a model (or stops) fails until the record is reviewed.
-  test::checkExpected("property-refusals", {{"refused", refusals}, {"invalid_inputs", invalidInputs}});
+  for (const auto& [record, refused] : refusals) {
+    nlohmann::json r = {{"refused", refused}};
+    if (record == "rule-files") r["invalid_inputs"] = invalidInputs;
+    test::checkExpected("property/" + record, r);
+  }
   // Every pipeline wrote something somewhere (a pipeline refusing everything would prove nothing).
   for (const auto& p : list) {
     INFO(p.name << ": written " << written[p.name] << ", refused " << refused[p.name]);

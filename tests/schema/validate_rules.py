@@ -2,7 +2,7 @@
 """Validates graphrw's rule files with a real JSON Schema validator
 (python3-jsonschema, draft 2020-12) against the schema `graphrw schema`
 prints (each pass's made from its declaration): every example rule file,
-every rule file in docs/*.md (```json blocks holding "passes"), and the bad
+every rule file in docs/**/*.md (```json blocks holding "passes"), and the bad
 rule files the C++ tests reject (which must fail here too).
 Prints "N passed, N failed" and exits non-zero on any failure."""
 import json, pathlib, re, subprocess, sys
@@ -30,10 +30,10 @@ bundled = json.loads(subprocess.run([graphrw, "schema"], check=True, capture_out
 Draft202012Validator.check_schema(bundled)
 validator = Draft202012Validator(bundled)
 bundled_validator = validator
-# Every pass the docs describe (a "## NAME" section of docs/passes.md) has a schema, and the other way round.
+# Every pass the docs describe (a page docs/passes/NAME.md) has a schema, and the other way round.
 bundled_passes = sorted(r["$ref"].rsplit("/", 1)[1] for r in bundled["$defs"]["pass"]["oneOf"])
-documented = sorted(re.findall(r"^## ([a-z-]+)$", (root / "docs" / "passes.md").read_text(), re.M))
-result(bundled_passes == documented, f"`graphrw schema` lists the passes {bundled_passes}, docs/passes.md {documented}")
+documented = sorted(p.stem for p in (root / "docs" / "passes").glob("*.md"))
+result(bundled_passes == documented, f"`graphrw schema` lists the passes {bundled_passes}, docs/passes/ {documented}")
 for name in bundled_passes:
     s = bundled["$defs"][name]
     result(s["properties"]["pass"] == {"const": name}, f"{name}: its schema's pass is {s['properties']['pass']}")
@@ -50,7 +50,7 @@ for p in examples:
     result(not errors, f"{p.relative_to(root)}: {errors}")
 
 docs = 0
-for md in sorted((root / "docs").glob("*.md")):
+for md in sorted((root / "docs").rglob("*.md")):
     for block in re.findall(r"```json\n(.*?)```", md.read_text(), re.S):
         doc = json.loads(block)
         if not isinstance(doc, dict) or "passes" not in doc:
