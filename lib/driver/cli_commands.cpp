@@ -113,7 +113,7 @@ Command addConvertCommand(CLI::App& app) {
 Command addSchemaCommand(CLI::App& app) {
   auto markdown = std::make_shared<bool>(false);
   auto* schema = app.add_subcommand("schema", "Print the JSON Schema of rule files (draft 2020-12)");
-  schema->add_flag("--markdown", *markdown, "Print each pass's options table instead (as docs/passes/NAME.md holds them)");
+  schema->add_flag("--markdown", *markdown, "Print each pass's options table instead (as docs/passes/NAME.md has it)");
   schema->footer(
       "\nExamples:\n  graphrw schema > graphrw-rules.schema.json\n  graphrw schema | jq '.properties.passes'\n"
       "  graphrw schema --markdown\n");

@@ -59,8 +59,36 @@ NodePrints nodePrints(const ir::Model& model) {
 // The model's state before a pass, for --verify-each.
 struct Before {
   uint64_t model = 0;
+  ir::PartFingerprints parts;
   NodePrints nodes;
 };
+
+// Each part of the model outside nodes, with the kinds of counted edit that may change it.
+struct PartRule {
+  const char* what;
+  uint64_t ir::PartFingerprints::*part;
+  std::vector<size_t ir::ChangeCounts::*> kinds;
+};
+const std::vector<PartRule>& partRules() {
+  using C = ir::ChangeCounts;
+  using P = ir::PartFingerprints;
+  static const std::vector<PartRule> rules = {
+      {"the IR version", &P::irVersion, {&C::irVersionChanged}},
+      {"the opset imports", &P::opsetImports, {&C::opsetImportsChanged, &C::functionsAdded, &C::functionsRemoved}},
+      {"the initializers", &P::initializers, {&C::initializersAdded, &C::initializersRemoved, &C::valuesRenamed}},
+      {"the graph outputs", &P::graphOutputs, {&C::graphOutputsChanged, &C::valuesRenamed, &C::typesDeclared}},
+      {"the graph inputs", &P::graphInputs, {&C::valuesRenamed, &C::typesDeclared, &C::initializersRemoved}},
+      // An entry follows its value: nodes made (an inlined body's entries) or erased bring and take theirs.
+      {"the value_info entries",
+       &P::valueInfo,
+       {&C::valueInfoRemoved, &C::typesDeclared, &C::valuesRenamed, &C::nodesAdded, &C::nodesRemoved}},
+      {"the local functions", &P::functions, {&C::functionsAdded, &C::functionsRemoved}},
+      {"the model's, graphs' or functions' doc strings",
+       &P::docStrings,
+       {&C::docStringsChanged, &C::functionsAdded, &C::functionsRemoved}},
+  };
+  return rules;
+}
 
 // What --verify-each finds after a pass: the IR's invariants, and whether the
 // edits the Rewriter counted agree with what changed (a pass that changes the
@@ -85,6 +113,15 @@ void verifyAfter(ir::Model& model, const Pass& pass, size_t index, const Before&
     fail(ExitCode::Findings, label +
                                  " counted edits but the model is unchanged "
                                  "(its report would say \"changed\": true)");
+  // Kind by kind: a part that changed needs an edit of one of its kinds counted.
+  const ir::PartFingerprints parts = ir::partFingerprints(model);
+  for (const auto& rule : partRules()) {
+    if (parts.*rule.part == before.parts.*rule.part) continue;
+    bool any = false;
+    for (auto kind : rule.kinds) any |= counts.*kind > 0;
+    if (!any)
+      fail(ExitCode::Findings, label + " changed " + rule.what + " without the Rewriter counting an edit of that kind");
+  }
   // Node by node: an existing node whose own parts changed must be one the Rewriter counted.
   for (const auto& [n, print] : nodePrints(model)) {
     auto was = before.nodes.find(n);
@@ -115,7 +152,7 @@ nlohmann::json PassManager::run(ir::Model& model) {
     std::optional<ir::FreedNodeHold> hold;
     if (verifyEach) {
       hold.emplace();
-      before = {ir::fingerprint(model), nodePrints(model)};
+      before = {ir::fingerprint(model), ir::partFingerprints(model), nodePrints(model)};
     }
     auto start = std::chrono::steady_clock::now();
     pass.run(model, context);

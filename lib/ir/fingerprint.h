@@ -19,4 +19,22 @@ uint64_t fingerprint(const Model& model);
 // own), the residual. A change here is an edit the Rewriter must count on the node.
 uint64_t nodeFingerprint(const Node& n);
 
+// Digests of the model's parts outside nodes, one per kind of edit the
+// Rewriter counts (ChangeCounts), so that --verify-each can tell which kind
+// changed: a part that changed with no edit of its kinds counted is an edit
+// made behind the Rewriter's back, whatever else was counted. Parts of the
+// main graph: a subgraph's, or a function body's, belong to its node or function.
+struct PartFingerprints {
+  uint64_t irVersion = 0;
+  uint64_t opsetImports = 0;  // the model's and every function's
+  uint64_t initializers = 0;  // dense and sparse: names and bytes
+  uint64_t graphOutputs = 0;  // the main graph's outputs: names and declared types
+  uint64_t graphInputs = 0;  // the main graph's inputs: names and declared types
+  uint64_t valueInfo = 0;
+  uint64_t functions = 0;  // which functions the model holds
+  uint64_t docStrings = 0;  // the model's, the main graph's and every function's own
+  bool operator==(const PartFingerprints&) const = default;
+};
+PartFingerprints partFingerprints(const Model& model);
+
 }  // namespace graphrw::ir

@@ -21,134 +21,116 @@ AttributeEnv AttributeEnv::of(const Node& call) {
   return env;
 }
 
-// Copies bodies into graphs; a friend of the IR's classes (ir.h), like the Rewriter.
-class ir::InlineCopier {
- public:
-  InlineCopier(Rewriter& rw, const AttributeEnv& env, const std::string& prefix, InlineResult& result)
-      : rw_(rw), env_(env), prefix_(prefix), result_(result) {}
+Value* InlineCopier::mapped(const Value* v) const {
+  if (!v) return nullptr;
+  auto it = result_.valueMap.find(v);
+  // Not defined in the body: an outer-scope value of the enclosing graph.
+  return it == result_.valueMap.end() ? const_cast<Value*>(v) : it->second;
+}
 
-  Value* mapped(const Value* v) const {
-    if (!v) return nullptr;
-    auto it = result_.valueMap.find(v);
-    // Not defined in the body: an outer-scope value of the enclosing graph.
-    return it == result_.valueMap.end() ? const_cast<Value*>(v) : it->second;
+Value* InlineCopier::freshValue(Graph& target, const Value* inner) {
+  Value* v = target.addFreshValue(joinName(prefix_, inner->name()));
+  if (inner->type()) v->setType(*inner->type());
+  result_.valueMap[inner] = v;
+  return v;
+}
+
+Node* InlineCopier::node(const Node& src, Graph& target, const Node* before,
+                         const std::map<const Value*, Value*>& bound) {
+  Rewriter::NodeSpec spec;
+  spec.name = joinName(prefix_, src.name().empty() ? std::string_view(src.opType()) : src.name().view());
+  spec.opType = src.opType();
+  spec.domain = src.domain();
+  for (const Value* in : src.inputs()) spec.inputs.push_back(mapped(in));
+  spec.outputs.assign(src.outputs().size(), std::string());
+  Node* n = rw_.createNode(target, before, std::move(spec));
+  if (!src.overload().empty()) IrAccess::setIdentity(*n, n->name(), n->opType(), n->domain(), src.overload());
+  if (src.hasResidual()) n->mutableResidual() = src.residual();
+  n->setPresence(src.presence());
+  for (size_t i = 0; i < src.outputs().size(); ++i) {
+    const Value* out = src.outputs()[i];
+    if (!out) continue;
+    auto b = bound.find(out);
+    if (b != bound.end()) {
+      rw_.adoptOutput(n, i, b->second);
+      result_.valueMap[out] = b->second;
+    } else {
+      Value* v = freshValue(target, out);
+      IrAccess::outputs(*n)[i] = v;
+      IrAccess::setProducer(*v, n, static_cast<int>(i));
+    }
   }
+  n->attrs_.reserve(src.attributes().size());
+  for (const auto& a : src.attributes())
+    if (auto copy = attribute(a, target, n)) n->attrs_.push_back(std::move(*copy));
+  return n;
+}
 
-  Value* freshValue(Graph& target, const Value* inner) {
-    Value* v = target.addFreshValue(joinName(prefix_, inner->name()));
-    if (inner->type()) v->setType(*inner->type());
-    result_.valueMap[inner] = v;
-    return v;
-  }
-
-  // A copy of `src` in `target` before `before`; outputs bound in `bound` are adopted.
-  Node* node(const Node& src, Graph& target, const Node* before, const std::map<const Value*, Value*>& bound) {
-    Rewriter::NodeSpec spec;
-    spec.name = joinName(prefix_, src.name().empty() ? std::string_view(src.opType()) : src.name().view());
-    spec.opType = src.opType();
-    spec.domain = src.domain();
-    for (const Value* in : src.inputs()) spec.inputs.push_back(mapped(in));
-    spec.outputs.assign(src.outputs().size(), std::string());
-    Node* n = rw_.createNode(target, before, std::move(spec));
-    if (!src.overload().empty()) IrAccess::setIdentity(*n, n->name(), n->opType(), n->domain(), src.overload());
-    if (src.hasResidual()) n->mutableResidual() = src.residual();
-    n->setPresence(src.presence());
-    for (size_t i = 0; i < src.outputs().size(); ++i) {
-      const Value* out = src.outputs()[i];
-      if (!out) continue;
-      auto b = bound.find(out);
-      if (b != bound.end()) {
-        rw_.adoptOutput(n, i, b->second);
-        result_.valueMap[out] = b->second;
-      } else {
-        Value* v = freshValue(target, out);
-        IrAccess::outputs(*n)[i] = v;
-        IrAccess::setProducer(*v, n, static_cast<int>(i));
+std::optional<Attribute> InlineCopier::attribute(const Attribute& a, Graph& owner, Node* node) {
+  if (a.isRef()) {
+    const std::string& ref = a.proto().ref_attr_name();
+    if (auto it = env_.call.find(ref); it != env_.call.end()) {
+      Attribute copy = plainCopy(*it->second, owner, node);
+      onnx::AttributeProto named = copy.proto();
+      named.set_name(a.name());
+      interner(owner).assign(copy, std::move(named));
+      return copy;
+    }
+    if (auto it = env_.defaults.find(ref); it != env_.defaults.end()) {
+      onnx::AttributeProto value = it->second;
+      value.set_name(a.name());
+      value.clear_ref_attr_name();
+      if (value.has_g() || value.graphs_size() > 0 || value.tensors_size() > 0)
+        badInput("attribute '" + ref + "': graph- or tensor-list-valued defaults are not supported");
+      Attribute copy;
+      if (value.has_t()) {
+        copy.objects().t = std::make_unique<Tensor>(value.t());
+        value.clear_t();
       }
+      interner(owner).assign(copy, std::move(value));
+      return copy;
     }
-    n->attrs_.reserve(src.attributes().size());
-    for (const auto& a : src.attributes())
-      if (auto copy = attribute(a, target, n)) n->attrs_.push_back(std::move(*copy));
-    return n;
+    return std::nullopt;  // neither set nor defaulted: the op's schema default applies
   }
+  return deepCopy(a, owner, node);
+}
 
-  std::optional<Attribute> attribute(const Attribute& a, Graph& owner, Node* node) {
-    if (a.isRef()) {
-      const std::string& ref = a.proto().ref_attr_name();
-      if (auto it = env_.call.find(ref); it != env_.call.end()) {
-        Attribute copy = plainCopy(*it->second, owner, node);
-        onnx::AttributeProto named = copy.proto();
-        named.set_name(a.name());
-        interner(owner).assign(copy, std::move(named));
-        return copy;
-      }
-      if (auto it = env_.defaults.find(ref); it != env_.defaults.end()) {
-        onnx::AttributeProto value = it->second;
-        value.set_name(a.name());
-        value.clear_ref_attr_name();
-        if (value.has_g() || value.graphs_size() > 0 || value.tensors_size() > 0)
-          badInput("attribute '" + ref + "': graph- or tensor-list-valued defaults are not supported");
-        Attribute copy;
-        if (value.has_t()) {
-          copy.objects().t = std::make_unique<Tensor>(value.t());
-          value.clear_t();
-        }
-        interner(owner).assign(copy, std::move(value));
-        return copy;
-      }
-      return std::nullopt;  // neither set nor defaulted: the op's schema default applies
-    }
-    return deepCopy(a, owner, node);
+Attribute InlineCopier::plainCopy(const Attribute& a, Graph& owner, Node* node) {
+  InlineCopier identity(rw_, AttributeEnv{}, prefix_, scratch_);
+  return identity.deepCopy(a, owner, node);
+}
+
+Attribute InlineCopier::deepCopy(const Attribute& a, Graph& owner, Node* node) {
+  Attribute copy;
+  copy.shareProto(a);
+  if (a.t()) copy.objects().t = std::make_unique<Tensor>(*a.t());
+  if (!a.tensors().empty()) copy.objects().tensors = a.tensors();
+  if (a.g()) copy.objects().g = graph(*a.g(), owner, node);
+  for (const auto& g : a.graphs()) copy.objects().graphs.push_back(graph(*g, owner, node));
+  return copy;
+}
+
+std::unique_ptr<Graph> InlineCopier::graph(const Graph& src, Graph& parent, Node* parentNode) {
+  auto g =
+      std::make_unique<Graph>(parent.model(), &parent.mutableNames(), &parent.mutableNodeNames(), &parent, parentNode);
+  g->setResidual(onnx::GraphProto(src.residual()));
+  for (const auto& vi : src.inputs()) g->addInput(freshValue(*g, vi.value), vi);
+  for (const auto& init : src.initializers()) {
+    Value* v = result_.valueMap.count(init.value) ? result_.valueMap[init.value] : freshValue(*g, init.value);
+    g->addInitializer(v, std::make_unique<Tensor>(*init.tensor));
   }
-
-  static AttributeInterner& interner(Graph& g) { return IrAccess::attributeInterner(*g.model()); }
-
-  // A call's attribute value, copied as it is (its graphs have no body refs).
-  Attribute plainCopy(const Attribute& a, Graph& owner, Node* node) {
-    InlineCopier identity(rw_, AttributeEnv{}, prefix_, scratch_);
-    return identity.deepCopy(a, owner, node);
+  for (const auto& sp : src.sparseInitializers()) {
+    Value* v = result_.valueMap.count(sp.value) ? result_.valueMap[sp.value] : freshValue(*g, sp.value);
+    g->addSparseInitializer(v, sp.proto);
   }
+  for (const auto& n : src.nodes()) node(*n, *g, nullptr, {});
+  for (const auto& vi : src.outputs()) g->addOutput(mapped(vi.value), vi);
+  for (const auto& vi : src.valueInfo())
+    if (Value* v = mapped(vi.value); v->graph() == g.get()) g->addValueInfo(v, vi);
+  return g;
+}
 
-  Attribute deepCopy(const Attribute& a, Graph& owner, Node* node) {
-    Attribute copy;
-    copy.shareProto(a);
-    if (a.t()) copy.objects().t = std::make_unique<Tensor>(*a.t());
-    if (!a.tensors().empty()) copy.objects().tensors = a.tensors();
-    if (a.g()) copy.objects().g = graph(*a.g(), owner, node);
-    for (const auto& g : a.graphs()) copy.objects().graphs.push_back(graph(*g, owner, node));
-    return copy;
-  }
-
-  static InlineResult inlineBody(Rewriter& rw, Node* call, const Graph& body, const AttributeEnv& env,
-                                 const std::string& prefix);
-
-  std::unique_ptr<Graph> graph(const Graph& src, Graph& parent, Node* parentNode) {
-    auto g = std::make_unique<Graph>(parent.model(), &parent.mutableNames(), &parent.mutableNodeNames(), &parent,
-                                     parentNode);
-    g->setResidual(onnx::GraphProto(src.residual()));
-    for (const auto& vi : src.inputs()) g->addInput(freshValue(*g, vi.value), vi);
-    for (const auto& init : src.initializers()) {
-      Value* v = result_.valueMap.count(init.value) ? result_.valueMap[init.value] : freshValue(*g, init.value);
-      g->addInitializer(v, std::make_unique<Tensor>(*init.tensor));
-    }
-    for (const auto& sp : src.sparseInitializers()) {
-      Value* v = result_.valueMap.count(sp.value) ? result_.valueMap[sp.value] : freshValue(*g, sp.value);
-      g->addSparseInitializer(v, sp.proto);
-    }
-    for (const auto& n : src.nodes()) node(*n, *g, nullptr, {});
-    for (const auto& vi : src.outputs()) g->addOutput(mapped(vi.value), vi);
-    for (const auto& vi : src.valueInfo())
-      if (Value* v = mapped(vi.value); v->graph() == g.get()) g->addValueInfo(v, vi);
-    return g;
-  }
-
- private:
-  Rewriter& rw_;
-  const AttributeEnv& env_;
-  const std::string& prefix_;
-  InlineResult& result_;
-  InlineResult scratch_;
-};
+AttributeInterner& InlineCopier::interner(Graph& g) { return IrAccess::attributeInterner(*g.model()); }
 
 InlineResult inlineBody(Rewriter& rw, Node* call, const Graph& body, const AttributeEnv& env,
                         const std::string& prefix) {

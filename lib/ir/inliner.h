@@ -8,10 +8,18 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "ir/ir.h"
-#include "ir/rewriter.h"
+// Declared before the IR's headers are read: ir/inline_copier.h, which every
+// IR header includes, needs these.
+namespace graphrw::ir {
+class Attribute;
+class Graph;
+class Node;
+class Rewriter;
+class Value;
+}  // namespace graphrw::ir
 
 namespace graphrw {
 
@@ -38,3 +46,6 @@ InlineResult inlineBody(ir::Rewriter& rw, ir::Node* call, const ir::Graph& body,
 std::string joinName(std::string_view prefix, std::string_view name);
 
 }  // namespace graphrw
+
+#include "ir/ir.h"  // IWYU pragma: export
+#include "ir/rewriter.h"  // IWYU pragma: export

@@ -193,8 +193,7 @@ class Node final {
  private:
   Graph* graph_ = nullptr;
   // Its graph's node list (support/owning_list.h): this node owns the next.
-  template <typename>
-  friend class ::graphrw::OwningList;
+  friend class ::graphrw::OwningList<Node>;  // this specialisation only: another could be defined by anyone
   std::unique_ptr<Node> next_;
   Node* prev_ = nullptr;
 };
@@ -481,3 +480,8 @@ std::string attributeTypeName(int type);
 std::optional<onnx::AttributeProto_AttributeType> attributeTypeFromName(std::string_view name);
 
 }  // namespace graphrw::ir
+
+// The classes that may edit the IR, defined wherever the IR is: a class of one
+// of their names defined elsewhere does not compile (a redefinition), so it
+// cannot become a friend of the IR.
+#include "ir/editors.h"  // IWYU pragma: export

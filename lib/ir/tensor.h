@@ -106,3 +106,6 @@ class Tensor {
 };
 
 }  // namespace graphrw::ir
+
+// Whoever sees the IR's classes sees their editors too (ir/editors.h, through ir.h).
+#include "ir/ir.h"  // IWYU pragma: export

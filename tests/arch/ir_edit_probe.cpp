@@ -3,6 +3,15 @@
 // compile; every other probe edits the IR directly and must fail to compile,
 // with the error tests/CMakeLists.txt names for it (so a probe cannot pass
 // because of a typo or a broken set-up).
+#if PROBE == 24
+// A friend's name defined before the IR's headers are read: they define it again.
+namespace graphrw::ir {
+class Rewriter {};
+}  // namespace graphrw::ir
+#endif
+
+#include <bit>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -19,6 +28,24 @@ struct Corruptor {
   static void retype(Value& v) { v.setType(onnx::TypeProto()); }
 };
 }  // namespace graphrw::ir::testing
+#endif
+
+#if PROBE == 23
+// A pass defining a friend's name (the inliner's copier) to reach Node::attrs_.
+namespace graphrw::ir {
+class InlineCopier {
+ public:
+  static void clear(Node& n) { n.attrs_.clear(); }
+};
+}  // namespace graphrw::ir
+#elif PROBE == 25
+// A pass specialising the node list's template for its own type: only OwningList<Node> is a friend.
+struct Mine;
+template <>
+class graphrw::OwningList<Mine> {
+ public:
+  static void cut(graphrw::ir::Node& n) { n.next_.reset(); }
+};
 #endif
 
 using namespace graphrw::ir;
@@ -69,6 +96,20 @@ void probe(Model& model, Rewriter& rw) {
   g.initializers().front().tensor->setRawView(graphrw::Bytes{});
 #elif PROBE == 16
   (void)g.nodeNames().fresh("x");
+#elif PROBE == 17
+  const_cast<onnx::AttributeProto&>(n->attributes().front().proto()).set_i(3);  // an attribute's proto
+#elif PROBE == 18
+  const_cast<onnx::TensorProto&>(g.initializers().front().tensor->proto()).clear_dims();  // a tensor's dims
+#elif PROBE == 19
+  const_cast<char*>(g.initializers().front().tensor->rawView()->data)[0] = 1;  // a payload's bytes
+#elif PROBE == 20
+  const_cast<onnx::NodeProto&>(n->residual()).set_doc_string("x");  // Node::residual()
+#elif PROBE == 21
+  ((onnx::AttributeProto&)n->attributes().front().proto()).set_i(3);  // a C-style cast
+#elif PROBE == 22
+  reinterpret_cast<onnx::NodeProto*>(reinterpret_cast<std::uintptr_t>(&n->residual()))->set_doc_string("x");
+#elif PROBE == 26
+  std::bit_cast<onnx::NodeProto*>(&n->residual())->set_doc_string("x");
 #endif
   (void)rw;
 }

@@ -64,7 +64,10 @@ std::vector<Pipeline> pipelines() {
     INFO(path.string() << ": every pass's case lists what the property test runs (\"property\")");
     REQUIRE(c.contains("property"));
     for (const auto& p : c["property"])
-      list.push_back({p.at("label").get<std::string>(), one(p.at("rule").dump()), {}, p.value("popart", false),
+      list.push_back({p.at("label").get<std::string>(),
+                      one(p.at("rule").dump()),
+                      {},
+                      p.value("popart", false),
                       path.stem().string()});
   }
   for (const auto& dir : {src / "examples", src / "examples" / "patterns"})

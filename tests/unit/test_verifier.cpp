@@ -230,7 +230,28 @@ class HalfCountedPass final : public Pass {
   }
 };
 
+// A counted edit (a new Identity) and, behind the Rewriter's back, one of
+// another kind: W's shape changed. No node changed, so only the check of the
+// model's parts kind by kind sees it.
+class OtherKindPass final : public Pass {
+ public:
+  std::string name() const override { return "other-kind"; }
+  void run(Model& model, PassContext& context) const override {
+    Graph& g = model.graph();
+    context.rewriter.createNode(g, nullptr, {"copy", "Identity", "", {g.findLocal("H")}, {"H2"}});
+    context.matched = 1;
+    Corrupt::proto(*Corrupt::initializer(*g.findLocal("W"))).set_dims(0, 2);
+  }
+};
+
 }  // namespace
+
+TEST_CASE("verify-each fails an edit of another kind than the ones counted", "[verifier][pass-manager]") {
+  // One node added and counted; an initializer's shape changed with no initializer edit counted.
+  std::string message = runFailing(std::make_unique<OtherKindPass>());
+  CHECK_THAT(message, Catch::Contains("pass 0 (other-kind) changed the initializers without the Rewriter counting "
+                                      "an edit of that kind"));
+}
 
 TEST_CASE("verify-each fails a counted edit that hides an uncounted one, naming the node", "[verifier][pass-manager]") {
   std::string message = runFailing(std::make_unique<HalfCountedPass>());
