@@ -114,6 +114,7 @@ void checkExpected(const std::string& name, const nlohmann::json& actual) {
     WARN("wrote " << file.string());
     return;
   }
+  INFO("no record " << file.string() << ": GRAPHRW_UPDATE_EXPECTED=1 writes what was found (review it)");
   REQUIRE(fs::exists(file));
   const auto expected = nlohmann::json::parse(readFile(file));
   std::vector<std::string> differences;
