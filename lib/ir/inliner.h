@@ -14,7 +14,7 @@
 // Declared before the IR's headers are read: ir/inline_copier.h, which every
 // IR header includes, needs these.
 namespace graphrw::ir {
-class Attribute;
+struct Attribute;
 class Graph;
 class Node;
 class Rewriter;
