@@ -109,6 +109,12 @@ class Rewriter {
   void makeDense(Value* v, std::unique_ptr<Tensor> tensor);
   // Removes an initializer nothing reads (no use, not a graph input or output).
   void eraseInitializer(Value* v);
+  // The initializer v (dense, not a graph input) becomes the output of a new
+  // Constant node, first in its graph, whose `value` is v's tensor, moved (its
+  // bytes are not copied): v keeps its name, uses, value_info and known type.
+  // A constant to a runtime that makes every initializer a variable (PopART in
+  // training). Counted as one initializer removed and one node added.
+  Node* initializerToConstant(Value* v);
   // Removes g's value_info entries for v; a value only those entries named
   // (nothing defines or reads it) goes with them. Returns how many entries went.
   size_t removeValueInfo(Graph& g, Value* v);

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -467,4 +468,43 @@ TEST_CASE("room reserved for changes leaves the change count exact", "[rewriter]
   rw.expectChanges(10);  // smaller than the room there is: nothing lost
   rw.renameNode(nodes[1], "second2");
   CHECK(rw.counts().nodesChanged == 2);
+}
+
+TEST_CASE("an initializer becomes a Constant node: name, uses and bytes kept, counted", "[rewriter]") {
+  auto model = graphrw::loadModel(graphrw::test::parseModel(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+main (int64[2] I) => (int64[2] Y, int64[2] Z) <int64[2] P = {7, 9}> {
+  Y = Add(I, P)
+  Z = Mul(P, P)
+}
+)"));
+  Graph& g = model->graph();
+  Value* p = g.findLocal("P");
+  Rewriter rw(*model);
+  Node* c = rw.initializerToConstant(p);
+  CHECK(c->opType() == "Constant");
+  CHECK(c->name() == "P");
+  CHECK(p->producer() == c);
+  CHECK_FALSE(p->isInitializer());
+  CHECK(p->uses().size() == 3);
+  CHECK(g.initializers().empty());
+  CHECK(g.nodes().front().get() == c);
+  CHECK(rw.counts().initializersRemoved == 1);
+  CHECK(rw.counts().nodesAdded == 1);
+  CHECK(verify(*model).empty());
+  onnx::ModelProto out;
+  REQUIRE(out.ParseFromString(graphrw::serialize(*model)));
+  REQUIRE(out.graph().node(0).op_type() == "Constant");
+  const auto& t = out.graph().node(0).attribute(0).t();
+  CHECK(t.dims_size() == 1);
+  CHECK(t.data_type() == onnx::TensorProto::INT64);
+  std::vector<int64_t> values(t.int64_data().begin(), t.int64_data().end());
+  if (values.empty() && t.raw_data().size() == 16) {
+    values.resize(2);
+    std::memcpy(values.data(), t.raw_data().data(), 16);
+  }
+  CHECK(values == std::vector<int64_t>{7, 9});
+  CHECK(out.graph().initializer_size() == 0);
+  // Not an initializer (any more), or a graph input: refused as a defect.
+  CHECK_THROWS_AS(rw.initializerToConstant(p), graphrw::Error);
 }
