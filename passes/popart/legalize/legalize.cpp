@@ -79,6 +79,8 @@ class LegalizePass final : public Pass {
     RuleContext where{data.file, data.text, {}};
     if (options_.mode != "training" && options_.mode != "inference")
       usageError("legalize: mode must be 'training' or 'inference', not '" + options_.mode + "'");
+    if (options_.parameters && options_.mode != "training")
+      usageError("legalize: --parameters / parameters names what a training session trains; it needs mode training");
     if (options_.gelu != "erf" && options_.gelu != "tanh")
       usageError("legalize: gelu must be 'erf' or 'tanh', not '" + options_.gelu + "'");
     if (options_.popartVersion.empty()) {
@@ -123,8 +125,6 @@ class LegalizePass final : public Pass {
   void run(Model& model, PassContext& context) const override {
     Rewriter& rw = context.rewriter;
     const TargetData& data = targetData(options_.target);
-    std::optional<legalize_detail::ParameterSnapshot> parameters;
-    if (training()) parameters = legalize_detail::ParameterSnapshot::of(model);
     nlohmann::json steps = nlohmann::json::object();
     // legalize matches what its steps matched: each step's own count is in its
     // report entry, and the pass's `matched` is their sum with the nodes its own
@@ -163,6 +163,20 @@ class LegalizePass final : public Pass {
     if (size_t dense = densifySparseInitializers(model, rw)) {
       steps["densify"] = {{"sparse_initializers", dense}};
       matched += dense;
+    }
+
+    // Training: what is no parameter is a constant (PopART trains every initializer).
+    legalize_detail::MadeConstant made;
+    auto buffers = [&](const std::set<std::string>* names) {
+      auto more = legalize_detail::constantBuffers(rw, model, names, options_.parametersFile);
+      made.integer.insert(made.integer.end(), more.integer.begin(), more.integer.end());
+      made.floating.insert(made.floating.end(), more.floating.begin(), more.floating.end());
+      matched += more.count();
+    };
+    std::optional<legalize_detail::ParameterSnapshot> parameters;
+    if (training()) {
+      buffers(options_.parameters ? &*options_.parameters : nullptr);
+      parameters = legalize_detail::ParameterSnapshot::of(model);
     }
 
     // set-shapes' rule for --input and --dim: a dimension name no input has is an error.
@@ -207,7 +221,11 @@ class LegalizePass final : public Pass {
     // Types the export wrote before its shapes were fixed ("float[1,?,16]" on a
     // Gather of positions computed from the input's shape) are static now.
     own("types_made_static", refreshDynamicTypes(rw));
-    if (training()) own("noop_shape_ops_removed", legalize_detail::removeNoopShapeOps(rw, model));
+    if (training()) {
+      own("noop_shape_ops_removed", legalize_detail::removeNoopShapeOps(rw, model));
+      buffers(nullptr);  // integer initializers the steps made (an adapter's)
+      if (made.count()) steps["made_constant"] = {{"integer", made.integer}, {"float", made.floating}};
+    }
 
     // Imports of domains no node uses any more (an inlined function's).
     ModelUsage usage = ModelUsage::of(model);
@@ -290,7 +308,9 @@ const RegisterPass registration{PassSpec{
         "One step from an export to a model the target imports. popart: inline local functions, fix input "
         "shapes, fold shape computations, replace ops PopART lacks (schemas/targets/popart.json), convert to "
         "ai.onnx opset 11 and IR version 6, fold again; refuses (exit 5) while any `validate --target popart` "
-        "finding remains. In training mode (the default) every initializer is kept as the export wrote it.",
+        "finding remains. In training mode (the default) every parameter is kept as the export wrote it, and "
+        "initializers that are no parameter (integer ones, and float ones --parameters does not name) become "
+        "Constants: PopART trains every initializer.",
     .outputTag = "popart",
     .options =
         {
@@ -325,7 +345,7 @@ const RegisterPass registration{PassSpec{
             {.key = "mode",
              .flags = "--mode",
              .kind = Kind::String,
-             .help = "training: every initializer keeps its name, shape and bytes and stays read by its ops (a "
+             .help = "training: every parameter keeps its name, shape and bytes and stays read by its ops (a "
                      "training session trains each one), training-mode Dropout becomes Dropout-10, BatchNormalization "
                      "its five-output training form; inference: ops on weights are folded into new initializers",
              .schema = {{"enum", {"training", "inference"}}},
@@ -337,6 +357,13 @@ const RegisterPass registration{PassSpec{
                  "The PopART release X.Y to write for (default: the newest graphrw knows); before 3.3 the erf GELU "
                  "stays in ai.onnx ops (PopART has no GeluErf), and any ai.graphcore op newer than X.Y is a finding",
              .schema = {{"type", "string"}, {"pattern", "^[0-9]{1,3}\\.[0-9]{1,3}$"}}},
+            {.key = "parameters",
+             .flags = "--parameters",
+             .kind = Kind::String,
+             .help = "Training: a file naming the parameters (a JSON list, or one name a line, as PyTorch's "
+                     "named_parameters() gives them); every other float initializer becomes a Constant, but "
+                     "BatchNormalization's running statistics. Integer initializers become Constants always",
+             .schema = {{"type", "string"}}},
             {.key = "fold_max_bytes",
              .flags = "--fold-max-bytes",
              .kind = Kind::Integer,
@@ -350,8 +377,12 @@ const RegisterPass registration{PassSpec{
             "graphrw legalize model.onnx --dim batch=4 -o - | graphrw validate - --target popart",
         },
     .create =
-        [](const nlohmann::json& entry, const RuleContext&, const std::string&) {
+        [](const nlohmann::json& entry, const RuleContext& rules, const std::string&) {
           LegalizeOptions o;
+          if (entry.contains("parameters")) {
+            o.parametersFile = entry["parameters"].get<std::string>();
+            o.parameters = legalize_detail::readParameterNames((rules.baseDir() / o.parametersFile).string());
+          }
           o.target = entry.at("target").get<std::string>();
           if (entry.contains("inputs"))
             for (const auto& [name, dims] : entry["inputs"].items()) o.inputs[name] = dims.get<std::vector<int64_t>>();

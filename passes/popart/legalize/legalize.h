@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,10 @@ struct LegalizeOptions {
   std::string mode = optionDefaultAs<std::string>(kLegalizePass, "mode");
   // The PopART release X.Y to write for ("": the newest graphrw knows).
   std::string popartVersion;
+  // Training: the initializers the framework trains (--parameters FILE); the
+  // other float ones become Constants. Unset: every float initializer is one.
+  std::optional<std::set<std::string>> parameters;
+  std::string parametersFile;  // as given, for messages
 };
 
 std::unique_ptr<Pass> createLegalizePass(LegalizeOptions options);

@@ -6,6 +6,7 @@
 #include "analysis/types.h"
 #include "fold/fold.h"
 #include "support/error.h"
+#include "support/text_file.h"
 
 namespace graphrw::passes::legalize_detail {
 
@@ -146,6 +147,80 @@ size_t removeNoopShapeOps(Rewriter& rw, Model& model) {
   for (Node* p : shapes)
     if (!isRead(p->output(0))) rw.eraseNode(p);
   return removed;
+}
+
+std::set<std::string> readParameterNames(const std::string& file) {
+  std::string text = readTextFile(file, "parameter list");
+  std::set<std::string> names;
+  size_t start = text.find_first_not_of(" \t\r\n");
+  if (start != std::string::npos && text[start] == '[') {
+    nlohmann::json list;
+    try {
+      list = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+      usageError(file + ": not a JSON list of names: " + e.what());
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!list[i].is_string()) usageError(file + ": entry " + std::to_string(i) + " is not a name (a string)");
+      names.insert(list[i].get<std::string>());
+    }
+    return names;
+  }
+  size_t lineNo = 0, at = 0;
+  while (at <= text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(at, end - at);
+    ++lineNo;
+    at = end + 1;
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+    size_t first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#') continue;
+    line = line.substr(first);
+    if (line.find_first_of(" \t") != std::string::npos)
+      usageError(file + ":" + std::to_string(lineNo) + ": '" + line + "' is not one name (one name a line)");
+    names.insert(line);
+  }
+  return names;
+}
+
+namespace {
+
+bool isFloat(int32_t type) {
+  using TP = onnx::TensorProto;
+  return type == TP::FLOAT || type == TP::FLOAT16 || type == TP::BFLOAT16 || type == TP::DOUBLE;
+}
+
+// BatchNormalization's running mean and variance: statistics, not parameters.
+bool runningStatistic(const Value& v) {
+  for (const auto& u : v.uses())
+    if (isOnnxOp(*u.node, "BatchNormalization") && (u.index == 3 || u.index == 4)) return true;
+  return false;
+}
+
+}  // namespace
+
+MadeConstant constantBuffers(Rewriter& rw, Model& model, const std::set<std::string>* parameters,
+                             const std::string& file) {
+  Graph& g = model.graph();
+  if (parameters)
+    for (const auto& name : *parameters) {
+      const Value* v = g.findLocal(name);
+      if (!v || !v->isInitializer())
+        usageError("legalize: " + file + " names '" + name + "', which is no initializer of the model's graph");
+    }
+  std::vector<Value*> buffers;
+  MadeConstant made;
+  for (const auto& init : g.initializers()) {
+    Value* v = init.value;
+    if (v->isGraphInput() || !isRead(v)) continue;
+    bool floating = isFloat(init.tensor->dataType());
+    if (floating && (!parameters || parameters->count(v->name().str()) || runningStatistic(*v))) continue;
+    buffers.push_back(v);
+    (floating ? made.floating : made.integer).push_back(v->name().str());
+  }
+  for (Value* v : buffers) rw.initializerToConstant(v);
+  return made;
 }
 
 }  // namespace graphrw::passes::legalize_detail

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
+#include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +25,7 @@ namespace graphrw::passes::legalize_detail {
 // they become an attribute).
 class ParameterSnapshot {
  public:
+  // Every initializer still an initializer (after constantBuffers).
   static ParameterSnapshot of(const ir::Model& model);
   // Stops (exit 70, a graphrw defect) naming the first parameter that is gone,
   // changed or no longer read; else the report entry: count and bytes kept.
@@ -53,5 +57,28 @@ size_t removeIdentityDropouts(ir::Rewriter& rw, ir::Model& model, bool inference
 // LayerNormalization replacement applies to a scale of size C) are removed,
 // so that the op reads the parameter itself. Returns how many.
 size_t removeNoopShapeOps(ir::Rewriter& rw, ir::Model& model);
+
+// The names a --parameters file lists: a JSON array of strings, or one name a
+// line (blank lines and lines starting with '#' skipped), as
+// `[n for n, _ in model.named_parameters()]` or print(n) writes them. Throws
+// Error(Usage) naming the file (and line) when it cannot be read or parsed.
+std::set<std::string> readParameterNames(const std::string& file);
+
+// PopART makes every initializer of a training session a Variable
+// (willow/src/ir.cpp:2329-2350), updated from its gradient, and stops the
+// session build on one that is not floating point ("Currently only floating
+// point variable tensors are updatable", ir.cpp:3080-3083). The main graph's
+// read initializers that are no parameter become Constant nodes: every one that
+// is not float (int64 position ids, masks), and, given `parameters` (what the
+// framework trains), every float one it does not name (a sinusoidal encoding),
+// but BatchNormalization's running mean and variance (inputs 3 and 4), which
+// PopART updates by copy (op/batchnorm.cpp 88-96). A name in `parameters` that
+// is no initializer of the main graph is an error naming it and `file`.
+struct MadeConstant {
+  std::vector<std::string> integer, floating;
+  size_t count() const { return integer.size() + floating.size(); }
+};
+MadeConstant constantBuffers(ir::Rewriter& rw, ir::Model& model, const std::set<std::string>* parameters,
+                             const std::string& file);
 
 }  // namespace graphrw::passes::legalize_detail

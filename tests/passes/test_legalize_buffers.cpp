@@ -1,0 +1,121 @@
+// legalize --mode training and the initializers that are no parameter: PopART
+// makes every initializer of a training session a Variable and refuses an
+// integer one (willow/src/ir.cpp:3080-3083); legalize makes them Constants.
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "ort.h"
+#include "support.h"
+
+using namespace graphrw;
+using namespace graphrw::test;
+
+namespace {
+
+// position ids (int64) read by a Gather, a sinusoidal table (a float buffer)
+// added, a weight W, and a BatchNormalization whose running statistics are
+// float initializers too.
+const char* kBuffers = R"(
+<ir_version: 8, opset_import: ["" : 13]>
+main (float[2,3,4] X) => (float[2,3,4] Y) <int64[3] position_ids = {0, 1, 2}, float[8,4] pe = {0,0.1,0.2,0.3, 1,1.1,1.2,1.3, 2,2.1,2.2,2.3, 3,3.1,3.2,3.3, 4,4.1,4.2,4.3, 5,5.1,5.2,5.3, 6,6.1,6.2,6.3, 7,7.1,7.2,7.3}, float[4,4] W = {1,0,0,0, 0,2,0,0, 0,0,3,0, 0,0,0,4}, float[3] scale = {1,1,1}, float[3] bias = {0,0,0}, float[3] mean = {0,0,0}, float[3] var = {1,1,1}> {
+  P = Gather <axis = 0> (pe, position_ids)
+  A = Add(X, P)
+  M = MatMul(A, W)
+  Y = BatchNormalization <epsilon = 0.001> (M, scale, bias, mean, var)
+}
+)";
+
+std::map<std::string, int> initializerTypes(const onnx::ModelProto& m) {
+  std::map<std::string, int> out;
+  for (const auto& t : m.graph().initializer()) out[t.name()] = t.data_type();
+  return out;
+}
+
+std::vector<std::string> constants(const onnx::ModelProto& m) {
+  std::vector<std::string> out;
+  for (const auto& n : m.graph().node())
+    if (n.op_type() == "Constant") out.push_back(n.output(0));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string q(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+
+}  // namespace
+
+TEST_CASE("legalize training: integer initializers become Constants, parameters stay", "[legalize][training]") {
+  TempDir dir;
+  writeProto(parseModel(kBuffers), dir / "m.onnx");
+  auto r = run(graphrwBin() + " legalize " + q(dir / "m.onnx") + " -o " + q(dir / "out.onnx") + " --report " +
+               q(dir / "report.json"));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto out = readProto(dir / "out.onnx");
+  auto inits = initializerTypes(out);
+  CHECK_FALSE(inits.count("position_ids"));  // a Constant now, or folded into one with the Gather
+  CHECK(inits.count("pe"));  // float: a parameter, unless --parameters says otherwise
+  CHECK(inits.count("W"));
+  for (const auto& [name, type] : inits) CHECK(type == onnx::TensorProto::FLOAT);
+  auto report = nlohmann::json::parse(readFile(dir / "report.json"));
+  auto steps = report["passes"][0]["steps"];
+  CHECK(steps["made_constant"]["integer"] == nlohmann::json::array({"position_ids"}));
+  CHECK(steps["made_constant"]["float"].empty());
+  // What PopART would have refused is gone, and the maths is the same.
+  auto check = run(graphrwBin() + " validate " + q(dir / "out.onnx") + " --target popart");
+  CHECK(check.status == 0);
+  auto same = ortCompare(dir / "m.onnx", dir / "out.onnx");
+  CHECK(same["ok"] == true);
+}
+
+TEST_CASE("legalize training --parameters: float initializers it does not name become Constants",
+          "[legalize][training]") {
+  TempDir dir;
+  writeProto(parseModel(kBuffers), dir / "m.onnx");
+  // One name a line, as `for n, _ in model.named_parameters(): print(n)` writes them.
+  writeFile(dir / "params.txt", "# model.named_parameters()\nW\nscale\n\nbias\n");
+  auto r = run(graphrwBin() + " legalize " + q(dir / "m.onnx") + " --parameters " + q(dir / "params.txt") + " -o " +
+               q(dir / "out.onnx") + " --report " + q(dir / "report.json"));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto out = readProto(dir / "out.onnx");
+  auto inits = initializerTypes(out);
+  CHECK_FALSE(inits.count("pe"));
+  CHECK_FALSE(inits.count("position_ids"));
+  // The parameters, and BatchNormalization's running statistics (updated by copy, not trained).
+  for (const char* name : {"W", "scale", "bias", "mean", "var"}) CHECK(inits.count(name));
+  auto steps = nlohmann::json::parse(readFile(dir / "report.json"))["passes"][0]["steps"];
+  CHECK(steps["made_constant"]["float"] == nlohmann::json::array({"pe"}));
+  CHECK(ortCompare(dir / "m.onnx", dir / "out.onnx")["ok"] == true);
+
+  // The same list as JSON, from a rule file beside it (a relative path is the rule file's).
+  writeFile(dir / "params.json", R"(["W", "scale", "bias"])");
+  writeFile(dir / "rules.json", R"({"version": 1, "passes": [{"pass": "legalize", "parameters": "params.json"}]})");
+  auto viaRules = run(graphrwBin() + " run " + q(dir / "rules.json") + " " + q(dir / "m.onnx") + " -o " +
+                      q(dir / "rules-out.onnx"));
+  INFO(viaRules.err);
+  REQUIRE(viaRules.status == 0);
+  CHECK(readFile(dir / "rules-out.onnx") == readFile(dir / "out.onnx"));
+}
+
+TEST_CASE("legalize --parameters: bad lists are refused in one line, nothing written", "[legalize][training]") {
+  TempDir dir;
+  writeProto(parseModel(kBuffers), dir / "m.onnx");
+  auto refuse = [&](const std::string& args, const std::string& message) {
+    auto r = run(graphrwBin() + " legalize " + q(dir / "m.onnx") + " " + args + " -o " + q(dir / "out.onnx"));
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains(message));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK_FALSE(std::filesystem::exists(dir / "out.onnx"));
+  };
+  writeFile(dir / "unknown.txt", "W\nencoder.weight\n");
+  refuse("--parameters " + q(dir / "unknown.txt"),
+         "names 'encoder.weight', which is no initializer of the model's graph");
+  writeFile(dir / "two.txt", "W scale\n");
+  refuse("--parameters " + q(dir / "two.txt"), "two.txt:1: 'W scale' is not one name");
+  writeFile(dir / "bad.json", R"(["W", 3])");
+  refuse("--parameters " + q(dir / "bad.json"), "bad.json: entry 1 is not a name");
+  refuse("--parameters " + q(dir / "missing.txt"), "missing.txt: cannot read the parameter list");
+  writeFile(dir / "ok.txt", "W\n");
+  refuse("--parameters " + q(dir / "ok.txt") + " --mode inference", "it needs mode training");
+}
