@@ -20,6 +20,7 @@
 #include "support/json_text.h"
 #include "target/popart/check.h"
 #include "target/popart/graphcore_ops.h"
+#include "target/popart/session.h"
 #include "target/popart/stage_cost.h"
 
 namespace graphrw::cli {
@@ -304,7 +305,7 @@ Command addCompareCommand(CLI::App& app) {
 
 Command addValidateCommand(CLI::App& app) {
   struct Args {
-    std::string input, target, popartVersion;
+    std::string input, target, popartVersion, mode;
     bool json = false;
   };
   auto args = std::make_shared<Args>();
@@ -321,12 +322,18 @@ Command addValidateCommand(CLI::App& app) {
       ->check([](const std::string& v) {
         return parsePopartVersion(v) ? std::string() : "not a version X.Y (such as 3.2): '" + v + "'";
       });
+  validate
+      ->add_option("--mode", args->mode,
+                   "With --target popart: the session the model is for; training adds what a training session "
+                   "refuses (integer initializers, which it would make Variables)")
+      ->check(CLI::IsMember({"training", "inference"}));
   validate->footer(
       "\nExamples:\n  graphrw validate model.onnx\n  graphrw validate --target popart model.ipu.onnx\n"
       "  graphrw validate --json model.onnx | jq '.findings'\n");
   return {validate, [args] {
             if (!args->popartVersion.empty() && args->target != "popart")
               usageError("validate: --popart-version needs --target popart");
+            if (!args->mode.empty() && args->target != "popart") usageError("validate: --mode needs --target popart");
             auto model = loadModel(args->input);
             auto findings = validateModel(*model);
             PopartVersion version =
@@ -334,10 +341,14 @@ Command addValidateCommand(CLI::App& app) {
             if (args->target == "popart")
               for (auto& f : popart::checkImport(*model, version))
                 findings.push_back({"popart:" + f.check, f.where, f.message});
+            if (args->target == "popart")
+              for (auto& f : popart::checkSession(*model, {args->mode == "training"}))
+                findings.push_back({"popart:" + f.check, f.where, f.message});
             if (args->json) {
               nlohmann::json j;
               if (!args->target.empty()) j["target"] = args->target;
               if (args->target == "popart") j["popart_version"] = version.str();
+              if (!args->mode.empty()) j["mode"] = args->mode;
               j["valid"] = findings.empty();
               j["findings"] = nlohmann::json::array();
               for (const auto& f : findings)

@@ -18,7 +18,12 @@ namespace {
 // float initializers too.
 const char* kBuffers = R"(
 <ir_version: 8, opset_import: ["" : 13]>
-main (float[2,3,4] X) => (float[2,3,4] Y) <int64[3] position_ids = {0, 1, 2}, float[8,4] pe = {0,0.1,0.2,0.3, 1,1.1,1.2,1.3, 2,2.1,2.2,2.3, 3,3.1,3.2,3.3, 4,4.1,4.2,4.3, 5,5.1,5.2,5.3, 6,6.1,6.2,6.3, 7,7.1,7.2,7.3}, float[4,4] W = {1,0,0,0, 0,2,0,0, 0,0,3,0, 0,0,0,4}, float[3] scale = {1,1,1}, float[3] bias = {0,0,0}, float[3] mean = {0,0,0}, float[3] var = {1,1,1}> {
+main (float[2,3,4] X) => (float[2,3,4] Y)
+    <int64[3] position_ids = {0, 1, 2},
+     float[8,4] pe = {0,0.1,0.2,0.3, 1,1.1,1.2,1.3, 2,2.1,2.2,2.3, 3,3.1,3.2,3.3,
+                      4,4.1,4.2,4.3, 5,5.1,5.2,5.3, 6,6.1,6.2,6.3, 7,7.1,7.2,7.3},
+     float[4,4] W = {1,0,0,0, 0,2,0,0, 0,0,3,0, 0,0,0,4},
+     float[3] scale = {1,1,1}, float[3] bias = {0,0,0}, float[3] mean = {0,0,0}, float[3] var = {1,1,1}> {
   P = Gather <axis = 0> (pe, position_ids)
   A = Add(X, P)
   M = MatMul(A, W)
@@ -118,4 +123,40 @@ TEST_CASE("legalize --parameters: bad lists are refused in one line, nothing wri
   refuse("--parameters " + q(dir / "missing.txt"), "missing.txt: cannot read the parameter list");
   writeFile(dir / "ok.txt", "W\n");
   refuse("--parameters " + q(dir / "ok.txt") + " --mode inference", "it needs mode training");
+}
+
+TEST_CASE("validate --target popart --mode training: an integer initializer is a finding of its own",
+          "[validate][popart][training]") {
+  TempDir dir;
+  // Clean for PopART's import (IR 6, opset 11): the integer initializer is the one finding, and only for training.
+  writeProto(parseModel(R"(
+<ir_version: 6, opset_import: ["" : 11]>
+main (float[2,4] X) => (float[2,4] Y)
+    <int64[2] position_ids = {0, 1},
+     float[8,4] pe = {0,0,0,0, 1,1,1,1, 2,2,2,2, 3,3,3,3, 4,4,4,4, 5,5,5,5, 6,6,6,6, 7,7,7,7}> {
+  P = Gather <axis = 0> (pe, position_ids)
+  Y = Add(X, P)
+}
+)"),
+             dir / "m.onnx");
+  auto json = [&](const std::string& args) {
+    auto r = run(graphrwBin() + " validate " + q(dir / "m.onnx") + " --json --target popart " + args);
+    INFO(r.err);
+    return nlohmann::json::parse(r.out);
+  };
+  CHECK(json("")["valid"] == true);
+  CHECK(json("--mode inference")["valid"] == true);
+  auto training = json("--mode training");
+  CHECK(training["valid"] == false);
+  REQUIRE(training["findings"].size() == 1);
+  CHECK(training["findings"][0]["check"] == "popart:training-integer-variable");
+  CHECK(training["findings"][0]["where"] == "initializer 'position_ids'");
+  CHECK_THAT(training["findings"][0]["message"].get<std::string>(), Catch::Contains("willow/src/ir.cpp:3080-3083"));
+  auto r = run(graphrwBin() + " validate " + q(dir / "m.onnx") + " --mode training");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("--mode needs --target popart"));
+  // legalize's output has no such finding.
+  REQUIRE(run(graphrwBin() + " legalize " + q(dir / "m.onnx") + " -o " + q(dir / "out.onnx")).status == 0);
+  auto after = run(graphrwBin() + " validate " + q(dir / "out.onnx") + " --json --target popart --mode training");
+  CHECK(nlohmann::json::parse(after.out)["valid"] == true);
 }

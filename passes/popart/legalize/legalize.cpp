@@ -20,6 +20,7 @@
 #include "target/popart/check.h"
 #include "target/popart/graphcore_ops.h"
 #include "target/popart/popart.h"
+#include "target/popart/session.h"
 
 namespace graphrw::passes {
 namespace {
@@ -241,6 +242,7 @@ class LegalizePass final : public Pass {
     context.details["steps"] = std::move(steps);
     if (parameters) context.details["parameters_kept"] = parameters->check(model);
     auto findings = popart::checkImport(model, version_);
+    for (auto& f : popart::checkSession(model, {training()})) findings.push_back(std::move(f));
     if (findings.empty()) return;
     nlohmann::json list = nlohmann::json::array();
     for (const auto& f : findings) list.push_back({{"check", f.check}, {"where", f.where}, {"message", f.message}});
