@@ -1,5 +1,6 @@
 # Writes graphrw.1 and graphrw-COMMAND.1 for every command `graphrw --help`
 # lists, with help2man from each command's --help (cmake -P; GRAPHRW, HELP2MAN, OUT).
+cmake_policy(SET CMP0057 NEW)  # if(IN_LIST) in a script run with cmake -P
 file(MAKE_DIRECTORY ${OUT})
 execute_process(COMMAND ${GRAPHRW} --help OUTPUT_VARIABLE top RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -15,6 +16,15 @@ endforeach()
 if(NOT commands)
   message(FATAL_ERROR "no commands in graphrw --help")
 endif()
+# Pages of commands the binary no longer has (a pass removed or renamed) go.
+file(GLOB old_pages ${OUT}/graphrw-*.1)
+foreach(page ${old_pages})
+  get_filename_component(stem ${page} NAME_WE)
+  string(REGEX REPLACE "^graphrw-" "" cmd "${stem}")
+  if(NOT cmd IN_LIST commands)
+    file(REMOVE ${page})
+  endif()
+endforeach()
 execute_process(
   COMMAND ${HELP2MAN} --no-info --no-discard-stderr --section=1 --name=rewrite\ ONNX\ graphs\ for\ Graphcore\ IPUs\ and\ any\ ONNX\ backend
           --output=${OUT}/graphrw.1 ${GRAPHRW}
