@@ -160,6 +160,14 @@ bool Selector::matches(const ir::Node& node) const {
   return true;
 }
 
+bool Selector::matchesName(const std::string& text) const {
+  if (opType || domain) return false;
+  if (name && !globMatch(*name, text.c_str(), true)) return false;
+  if (compiledRegex && !std::regex_match(text.c_str(), *compiledRegex)) return false;
+  if (scope && !scopeOf(text)) return false;
+  return true;
+}
+
 bool Selector::empty() const {
   for (const auto& [key, member] : kKeys)
     if (this->*member) return false;

@@ -32,6 +32,9 @@ struct Selector {
   // The same, with the message prefix for each key ("" for the selector as a whole).
   void compile(const std::function<std::string(const char* key)>& whereOf);
   bool matches(const ir::Node& node) const;
+  // Whether a name (an initializer's) matches: name, name_regex and scope only;
+  // a selector with op_type or domain matches no name.
+  bool matchesName(const std::string& text) const;
   // The scope block a node belongs to (the matched prefix), when `scope` is set.
   std::optional<std::string> scopeOf(std::string_view nodeName) const;
   std::string str() const;

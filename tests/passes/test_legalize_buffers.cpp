@@ -160,3 +160,35 @@ main (float[2,4] X) => (float[2,4] Y)
   auto after = run(graphrwBin() + " validate " + q(dir / "out.onnx") + " --json --target popart --mode training");
   CHECK(nlohmann::json::parse(after.out)["valid"] == true);
 }
+
+TEST_CASE("legalize training --frozen: the parameters it names become Constants", "[legalize][training]") {
+  TempDir dir;
+  writeProto(parseModel(kBuffers), dir / "m.onnx");
+  // W frozen; the running statistics match the glob too but are no parameters, and stay.
+  auto r =
+      run(graphrwBin() + " legalize " + q(dir / "m.onnx") + " --frozen 'name=W' --frozen 'name_regex=(mean|var)' " +
+          "-o " + q(dir / "out.onnx") + " --report " + q(dir / "report.json"));
+  INFO(r.err);
+  CHECK(r.status == 2);  // name_regex=(mean|var) selects no parameter: the statistics are none
+  CHECK_THAT(r.err, Catch::Contains("--frozen 'name_regex=(mean|var)' matched no parameter"));
+  CHECK_FALSE(std::filesystem::exists(dir / "out.onnx"));
+  r = run(graphrwBin() + " legalize " + q(dir / "m.onnx") + " --frozen 'name=W' --frozen 'name=s*' -o " +
+          q(dir / "out.onnx") + " --report " + q(dir / "report.json"));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto inits = initializerTypes(readProto(dir / "out.onnx"));
+  CHECK_FALSE(inits.count("W"));
+  CHECK_FALSE(inits.count("scale"));
+  for (const char* name : {"pe", "bias", "mean", "var"}) CHECK(inits.count(name));
+  auto steps = nlohmann::json::parse(readFile(dir / "report.json"))["passes"][0]["steps"];
+  CHECK(steps["frozen"] == nlohmann::json::array({"W", "scale"}));
+  CHECK(ortCompare(dir / "m.onnx", dir / "out.onnx")["ok"] == true);
+  // Selectors over nodes are no selectors of initializers.
+  r = run(graphrwBin() + " legalize " + q(dir / "m.onnx") + " --frozen op_type=MatMul -o " + q(dir / "out2.onnx"));
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("frozen selects initializers by name"));
+  r = run(graphrwBin() + " legalize " + q(dir / "m.onnx") + " --frozen name=W --mode inference -o " +
+          q(dir / "out2.onnx"));
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("it needs mode training"));
+}

@@ -80,6 +80,8 @@ class LegalizePass final : public Pass {
     RuleContext where{data.file, data.text, {}};
     if (options_.mode != "training" && options_.mode != "inference")
       usageError("legalize: mode must be 'training' or 'inference', not '" + options_.mode + "'");
+    if (!options_.frozen.empty() && options_.mode != "training")
+      usageError("legalize: --frozen / frozen picks parameters of a training session; it needs mode training");
     if (options_.parameters && options_.mode != "training")
       usageError("legalize: --parameters / parameters names what a training session trains; it needs mode training");
     if (options_.gelu != "erf" && options_.gelu != "tanh")
@@ -175,8 +177,12 @@ class LegalizePass final : public Pass {
       matched += more.count();
     };
     std::optional<legalize_detail::ParameterSnapshot> parameters;
+    std::vector<std::string> frozen;
     if (training()) {
       buffers(options_.parameters ? &*options_.parameters : nullptr);
+      if (!options_.frozen.empty()) frozen = legalize_detail::freezeParameters(rw, model, options_.frozen);
+      matched += frozen.size();
+      if (!frozen.empty()) steps["frozen"] = frozen;
       parameters = legalize_detail::ParameterSnapshot::of(model);
     }
 
@@ -366,6 +372,12 @@ const RegisterPass registration{PassSpec{
                      "named_parameters() gives them); every other float initializer becomes a Constant, but "
                      "BatchNormalization's running statistics. Integer initializers become Constants always",
              .schema = {{"type", "string"}}},
+            {.key = "frozen",
+             .flags = "--frozen",
+             .kind = Kind::Selectors,
+             .help = "Training: parameters to freeze, selected by initializer name (name=GLOB, name_regex=RE, "
+                     "scope=GLOB; repeat for any-of): they become Constants, which PopART does not train",
+             .schema = {{"$ref", "../rules.schema.json#/$defs/selectors"}}},
             {.key = "fold_max_bytes",
              .flags = "--fold-max-bytes",
              .kind = Kind::Integer,
@@ -379,8 +391,18 @@ const RegisterPass registration{PassSpec{
             "graphrw legalize model.onnx --dim batch=4 -o - | graphrw validate - --target popart",
         },
     .create =
-        [](const nlohmann::json& entry, const RuleContext& rules, const std::string&) {
+        [](const nlohmann::json& entry, const RuleContext& rules, const std::string& pointer) {
           LegalizeOptions o;
+          if (entry.contains("frozen")) {
+            o.frozen = SelectorSet::fromJson(
+                entry["frozen"], [&](const std::string& p) { return rules.at(p); }, pointer + "/frozen");
+            for (const auto& s : o.frozen.any)
+              if (s.opType || s.domain)
+                usageError(rules.at(pointer + "/frozen") +
+                           ": frozen selects initializers by name: name, name_regex "
+                           "or scope, not '" +
+                           s.str() + "'");
+          }
           if (entry.contains("parameters")) {
             o.parametersFile = entry["parameters"].get<std::string>();
             o.parameters = legalize_detail::readParameterNames((rules.baseDir() / o.parametersFile).string());

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "pass/pass.h"
+#include "pass/selector.h"
 
 namespace graphrw::passes {
 
@@ -37,6 +38,8 @@ struct LegalizeOptions {
   // other float ones become Constants. Unset: every float initializer is one.
   std::optional<std::set<std::string>> parameters;
   std::string parametersFile;  // as given, for messages
+  // Training: parameters made Constants (frozen layers); selectors over initializer names.
+  SelectorSet frozen;
 };
 
 std::unique_ptr<Pass> createLegalizePass(LegalizeOptions options);

@@ -223,4 +223,27 @@ MadeConstant constantBuffers(Rewriter& rw, Model& model, const std::set<std::str
   return made;
 }
 
+std::vector<std::string> freezeParameters(Rewriter& rw, Model& model, const SelectorSet& frozen) {
+  std::vector<Value*> chosen;
+  std::vector<bool> used(frozen.any.size(), false);
+  for (const auto& init : model.graph().initializers()) {
+    Value* v = init.value;
+    if (v->isGraphInput() || !isRead(v) || !isFloat(init.tensor->dataType()) || runningStatistic(*v)) continue;
+    bool hit = false;
+    for (size_t i = 0; i < frozen.any.size(); ++i)
+      if (frozen.any[i].matchesName(v->name().str())) used[i] = hit = true;
+    if (hit) chosen.push_back(v);
+  }
+  for (size_t i = 0; i < used.size(); ++i)
+    if (!used[i])
+      usageError("legalize: --frozen '" + frozen.any[i].str() +
+                 "' matched no parameter (it selects float initializers by name, name_regex or scope)");
+  std::vector<std::string> names;
+  for (Value* v : chosen) {
+    names.push_back(v->name().str());
+    rw.initializerToConstant(v);
+  }
+  return names;
+}
+
 }  // namespace graphrw::passes::legalize_detail

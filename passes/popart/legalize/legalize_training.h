@@ -16,6 +16,7 @@
 #include "ir/ir.h"
 
 #include "ir/rewriter.h"
+#include "pass/selector.h"
 
 namespace graphrw::passes::legalize_detail {
 
@@ -80,5 +81,11 @@ struct MadeConstant {
 };
 MadeConstant constantBuffers(ir::Rewriter& rw, ir::Model& model, const std::set<std::string>* parameters,
                              const std::string& file);
+
+// The parameters `frozen` selects by name (not BatchNormalization's running
+// statistics, no parameter) become Constant nodes: a fine-tuning session then
+// trains the others only. A selector matching no parameter is an error naming
+// it. Returns the names, in graph order.
+std::vector<std::string> freezeParameters(ir::Rewriter& rw, ir::Model& model, const SelectorSet& frozen);
 
 }  // namespace graphrw::passes::legalize_detail
