@@ -19,6 +19,7 @@
 #include "support.h"
 #include "support/error.h"
 #include "target/popart/check.h"
+#include "target/popart/session.h"
 
 namespace fs = std::filesystem;
 using namespace graphrw;
@@ -194,9 +195,12 @@ TEST_CASE("property: every pass and bundled rule file writes what validate accep
       if (namesWereClean) CHECK(unclean(out) == "");
       auto findings = validateModel(*reread);
       for (const auto& f : findings) FAIL_CHECK(f.check << ": " << f.where << ": " << f.message);
-      if (p.popart)
+      if (p.popart) {
         for (const auto& f : popart::checkImport(*reread))
           FAIL_CHECK("popart:" << f.check << ": " << f.where << ": " << f.message);
+        for (const auto& f : popart::checkSession(*reread, {}))
+          FAIL_CHECK("popart:" << f.check << ": " << f.where << ": " << f.message);
+      }
       ++written[p.name];
     }
   }

@@ -2,6 +2,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "analysis/attributes.h"
+
 namespace graphrw::popart {
 
 namespace {
@@ -17,10 +19,38 @@ std::string typeName(int32_t type) {
              : std::to_string(type);
 }
 
+// Refusals of an op's setup, in any session.
+void checkOps(const ir::Graph& g, std::vector<Finding>& findings) {
+  for (const auto& n : g.nodes()) {
+    if (!ir::isDefaultDomain(n->domain())) continue;
+    const std::string& op = n->opType();
+    const std::string at = ir::nodeLabel(*n);
+    if (op == "BatchNormalization" && n->input(0) && n->input(0)->type() &&
+        n->input(0)->type()->tensor_type().has_shape() && n->input(0)->type()->tensor_type().shape().dim_size() < 3) {
+      // willow/src/op/batchnorm.cpp:52-55: "batch norm requires X to have a rank >= 3".
+      findings.push_back(
+          {"batchnorm-rank", at,
+           "input X has rank " + std::to_string(n->input(0)->type()->tensor_type().shape().dim_size()) +
+               "; PopART's BatchNormalization needs rank 3 or more (willow/src/op/batchnorm.cpp:52-55)"});
+    } else if (op == "MaxPool" && intAttr(*n, "storage_order", 0) != 0) {
+      // willow/src/op/maxpool.cpp:38-40: "storage_order != 0, not supported".
+      findings.push_back({"maxpool-storage-order", at,
+                          "storage_order " + std::to_string(intAttr(*n, "storage_order", 0)) +
+                              "; PopART supports 0 only (willow/src/op/maxpool.cpp:38-40)"});
+    } else if (op == "AveragePool" && intAttr(*n, "count_include_pad", 0) != 0) {
+      // willow/src/op/averagepool.cpp:45-47: "`count_include_pad` is not supported".
+      findings.push_back({"averagepool-count-include-pad", at,
+                          "count_include_pad 1; PopART refuses it (willow/src/op/averagepool.cpp:45-47)"});
+    }
+    for (const ir::Graph* sub : n->subgraphs()) checkOps(*sub, findings);
+  }
+}
+
 }  // namespace
 
 std::vector<Finding> checkSession(const ir::Model& model, SessionMode mode) {
   std::vector<Finding> findings;
+  checkOps(model.graph(), findings);
   if (mode.training) {
     // A training session makes every ONNX initializer a Variable
     // (willow/src/ir.cpp:2329-2350; only an inference session with
@@ -43,7 +73,8 @@ std::vector<Finding> checkSession(const ir::Model& model, SessionMode mode) {
 }
 
 const std::vector<std::string>& sessionFindingClasses() {
-  static const std::vector<std::string> classes = {"training-integer-variable"};
+  static const std::vector<std::string> classes = {"batchnorm-rank", "maxpool-storage-order",
+                                                   "averagepool-count-include-pad", "training-integer-variable"};
   return classes;
 }
 

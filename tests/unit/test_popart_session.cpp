@@ -1,0 +1,65 @@
+// What a PopART session refuses after import (target/popart/session.h): for
+// each finding class, a model PopART imports cleanly that triggers that
+// finding alone, and the same model without it.
+#include <catch2/catch.hpp>
+
+#include "io/loader.h"
+#include "support.h"
+#include "target/popart/check.h"
+#include "target/popart/session.h"
+
+using namespace graphrw;
+
+namespace {
+
+std::vector<std::string> classes(const std::string& text, bool training = false) {
+  auto m = loadModel(test::parseModel(text));
+  INFO("import findings must be none");
+  REQUIRE(popart::checkImport(*m).empty());
+  std::vector<std::string> out;
+  for (const auto& f : popart::checkSession(*m, {training})) out.push_back(f.check + " @ " + f.where);
+  return out;
+}
+
+std::string model(const std::string& inputs, const std::string& inits, const std::string& body) {
+  return "<ir_version: 6, opset_import: [\"\" : 11]>\nmain (" + inputs + ") => (float[2,3] Y)" +
+         (inits.empty() ? "" : " <" + inits + ">") + " {\n" + body + "\n}\n";
+}
+
+}  // namespace
+
+TEST_CASE("popart session: BatchNormalization on a rank-2 input", "[popart]") {
+  const char* stats = "float[3] s = {1,1,1}, float[3] b = {0,0,0}, float[3] mu = {0,0,0}, float[3] v = {1,1,1}";
+  CHECK(classes(model("float[2,3] X", stats, "  Y = BatchNormalization(X, s, b, mu, v)")) ==
+        std::vector<std::string>{"batchnorm-rank @ the node producing 'Y' (ai.onnx::BatchNormalization)"});
+  CHECK(classes(model("float[2,3,1] X", stats,
+                      "  Z = BatchNormalization(X, s, b, mu, v)\n  sh = Constant <value = int64[2] {2, 3}> ()\n"
+                      "  Y = Reshape(Z, sh)"))
+            .empty());
+}
+
+TEST_CASE("popart session: MaxPool storage_order and AveragePool count_include_pad", "[popart]") {
+  auto pool = [](const std::string& op) {
+    return "<ir_version: 6, opset_import: [\"\" : 11]>\nmain (float[1,1,4,4] X) => (float[1,1,2,2] Y) {\n  Y = " + op +
+           "(X)\n}\n";
+  };
+  CHECK(classes(pool("MaxPool <kernel_shape = [2, 2], strides = [2, 2], storage_order = 1>")) ==
+        std::vector<std::string>{"maxpool-storage-order @ the node producing 'Y' (ai.onnx::MaxPool)"});
+  CHECK(classes(pool("MaxPool <kernel_shape = [2, 2], strides = [2, 2]>")).empty());
+  CHECK(classes(pool("AveragePool <kernel_shape = [2, 2], strides = [2, 2], count_include_pad = 1>")) ==
+        std::vector<std::string>{"averagepool-count-include-pad @ the node producing 'Y' (ai.onnx::AveragePool)"});
+  CHECK(classes(pool("AveragePool <kernel_shape = [2, 2], strides = [2, 2]>")).empty());
+}
+
+TEST_CASE("popart session: an integer initializer only in training", "[popart]") {
+  const char* text = R"(
+<ir_version: 6, opset_import: ["" : 11]>
+main (float[2,3] X) => (float[2,3] Y) <int64[2] ids = {0, 1}, float[4,3] table = {0,0,0, 1,1,1, 2,2,2, 3,3,3}> {
+  T = Gather <axis = 0> (table, ids)
+  Y = Add(X, T)
+}
+)";
+  CHECK(classes(text, false).empty());
+  CHECK(classes(text, true) == std::vector<std::string>{"training-integer-variable @ initializer 'ids'"});
+  CHECK(popart::sessionFindingClasses().size() == 4);
+}
