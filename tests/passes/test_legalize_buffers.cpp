@@ -37,14 +37,6 @@ std::map<std::string, int> initializerTypes(const onnx::ModelProto& m) {
   return out;
 }
 
-std::vector<std::string> constants(const onnx::ModelProto& m) {
-  std::vector<std::string> out;
-  for (const auto& n : m.graph().node())
-    if (n.op_type() == "Constant") out.push_back(n.output(0));
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 std::string q(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
 
 }  // namespace

@@ -206,8 +206,8 @@ TEST_CASE("property: every pass and bundled rule file writes what validate accep
   }
   // Exactly the refusals recorded, each for its recorded reason: a pipeline
   // that starts refusing a model (or stops) fails until the record is reviewed.
-  for (const auto& [record, refused] : refusals) {
-    nlohmann::json r = {{"refused", refused}};
+  for (const auto& [record, recorded] : refusals) {
+    nlohmann::json r = {{"refused", recorded}};
     if (record == "rule-files") r["invalid_inputs"] = invalidInputs;
     test::checkExpected("property/" + record, r);
   }
