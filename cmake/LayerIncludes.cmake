@@ -2,7 +2,7 @@
 # as "PREFIX/name.h". The target's public include folder holds one entry, a
 # link named PREFIX to FOLDER, so a target sees a layer's headers only when it
 # links that layer (and a header of one layer can share its name with
-# another's: "analysis/fold.h", "passes/fold.h").
+# another's: "fold/fold.h", "passes/fold/fold.h").
 function(graphrw_layer_includes target prefix folder)
   set(root ${PROJECT_BINARY_DIR}/layer-include/${target})
   get_filename_component(parent ${root}/${prefix} DIRECTORY)  # a prefix may have folders: target/popart
