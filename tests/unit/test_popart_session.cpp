@@ -61,5 +61,27 @@ main (float[2,3] X) => (float[2,3] Y) <int64[2] ids = {0, 1}, float[4,3] table =
 )";
   CHECK(classes(text, false).empty());
   CHECK(classes(text, true) == std::vector<std::string>{"training-integer-variable @ initializer 'ids'"});
-  CHECK(popart::sessionFindingClasses().size() == 4);
+  CHECK(popart::sessionFindingClasses().size() == 5);
+}
+
+TEST_CASE("popart session: pipeline stages on one IPU", "[popart]") {
+  auto placed = [](int ipu0, int ipu1) {
+    return "<ir_version: 6, opset_import: [\"\" : 11]>\nmain (float[2,3] X) => (float[2,3] Y) {\n"
+           "  A = Relu <__pipeline_stage: int = 0, __ipu_number: int = " +
+           std::to_string(ipu0) +
+           "> (X)\n"
+           "  Y = Sigmoid <__pipeline_stage: int = 1, __ipu_number: int = " +
+           std::to_string(ipu1) + "> (A)\n}\n";
+  };
+  CHECK(classes(placed(0, 0)) == std::vector<std::string>{"pipeline-one-ipu @ model"});
+  CHECK(classes(placed(0, 1)).empty());
+  // place refuses to write it.
+  test::TempDir dir;
+  test::writeProto(test::parseModel(placed(0, 1)), dir / "m.onnx");
+  auto r =
+      test::run(test::graphrwBin() + " place '" + (dir / "m.onnx").string() +
+                "' --stage op_type=Relu --stage op_type=Sigmoid --ipus 0,0 -o '" + (dir / "out.onnx").string() + "'");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("2 pipeline stages all on IPU 0") && Catch::Contains("ir.cpp:580-587"));
+  CHECK_FALSE(std::filesystem::exists(dir / "out.onnx"));
 }

@@ -2,7 +2,10 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <set>
+
 #include "analysis/attributes.h"
+#include "target/popart/popart.h"
 
 namespace graphrw::popart {
 
@@ -51,6 +54,17 @@ void checkOps(const ir::Graph& g, std::vector<Finding>& findings) {
 std::vector<Finding> checkSession(const ir::Model& model, SessionMode mode) {
   std::vector<Finding> findings;
   checkOps(model.graph(), findings);
+  // Pipelining needs more than one IPU: "Pipelining requires more than 1 IPU" (willow/src/ir.cpp:580-587).
+  std::set<int64_t> stages, ipus;
+  for (const auto& n : model.graph().nodes()) {
+    if (auto s = placementValue(*n, kPipelineStage)) stages.insert(*s);
+    if (auto i = placementValue(*n, kIpuNumber)) ipus.insert(*i);
+  }
+  if (stages.size() > 1 && ipus.size() <= 1)
+    findings.push_back({"pipeline-one-ipu", "model",
+                        std::to_string(stages.size()) + " pipeline stages on " +
+                            (ipus.empty() ? std::string("no IPU") : "IPU " + std::to_string(*ipus.begin()) + " alone") +
+                            "; PopART pipelines over more than one IPU only (willow/src/ir.cpp:580-587)"});
   if (mode.training) {
     // A training session makes every ONNX initializer a Variable
     // (willow/src/ir.cpp:2329-2350; only an inference session with
@@ -74,7 +88,8 @@ std::vector<Finding> checkSession(const ir::Model& model, SessionMode mode) {
 
 const std::vector<std::string>& sessionFindingClasses() {
   static const std::vector<std::string> classes = {"batchnorm-rank", "maxpool-storage-order",
-                                                   "averagepool-count-include-pad", "training-integer-variable"};
+                                                   "averagepool-count-include-pad", "pipeline-one-ipu",
+                                                   "training-integer-variable"};
   return classes;
 }
 

@@ -177,6 +177,11 @@ class PlaceRun {
     if (ipus.size() != stages)
       usageError("place: " + std::to_string(ipus.size()) + " IPUs given for " + std::to_string(stages) + " stage" +
                  (stages == 1 ? "" : "s"));
+    // A pipelined session needs more than one IPU (willow/src/ir.cpp:580-587).
+    if (stages > 1 && std::all_of(ipus.begin(), ipus.end(), [&](int64_t i) { return i == ipus.front(); }))
+      usageError("place: " + std::to_string(stages) + " pipeline stages all on IPU " + std::to_string(ipus.front()) +
+                 ": PopART pipelines over more than one IPU only (willow/src/ir.cpp:580-587); give --ipus with at "
+                 "least two");
     return ipus;
   }
 
