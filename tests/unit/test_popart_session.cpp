@@ -61,7 +61,7 @@ main (float[2,3] X) => (float[2,3] Y) <int64[2] ids = {0, 1}, float[4,3] table =
 )";
   CHECK(classes(text, false).empty());
   CHECK(classes(text, true) == std::vector<std::string>{"training-integer-variable @ initializer 'ids'"});
-  CHECK(popart::sessionFindingClasses().size() == 5);
+  CHECK(popart::sessionFindingClasses().size() == 6);
 }
 
 TEST_CASE("popart session: pipeline stages on one IPU", "[popart]") {
@@ -84,4 +84,20 @@ TEST_CASE("popart session: pipeline stages on one IPU", "[popart]") {
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("2 pipeline stages all on IPU 0") && Catch::Contains("ir.cpp:580-587"));
   CHECK_FALSE(std::filesystem::exists(dir / "out.onnx"));
+}
+
+TEST_CASE("popart session: reflect Pad where a gradient flows, in training only", "[popart]") {
+  auto pad = [](const std::string& mode, bool afterWeight) {
+    std::string body = afterWeight ? "  A = Mul(X, w)\n  Y = Pad <mode = \"" + mode + "\"> (A, p)\n"
+                                   : "  B = Pad <mode = \"" + mode + "\"> (X, p)\n  Y = Mul(B, w)\n";
+    return "<ir_version: 6, opset_import: [\"\" : 11]>\nmain (float[1,1,2,2] X) => (float[1,1,4,4] Y) "
+           "<float[1] w = {2}> {\n  p = Constant <value = int64[8] {0,0,1,1,0,0,1,1}> ()\n" +
+           body + "}\n";
+  };
+  CHECK(classes(pad("reflect", true), true) ==
+        std::vector<std::string>{"pad-mode-training @ the node producing 'Y' (ai.onnx::Pad)"});
+  CHECK(classes(pad("edge", true), true).size() == 1);
+  CHECK(classes(pad("reflect", true), false).empty());  // inference: no gradient
+  CHECK(classes(pad("constant", true), true).empty());
+  CHECK(classes(pad("reflect", false), true).empty());  // on the graph input: nothing to differentiate
 }

@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <set>
+#include <unordered_set>
 
 #include "analysis/attributes.h"
 #include "target/popart/popart.h"
@@ -66,6 +67,27 @@ std::vector<Finding> checkSession(const ir::Model& model, SessionMode mode) {
                             (ipus.empty() ? std::string("no IPU") : "IPU " + std::to_string(*ipus.begin()) + " alone") +
                             "; PopART pipelines over more than one IPU only (willow/src/ir.cpp:580-587)"});
   if (mode.training) {
+    // Ops a gradient flows through: those reading, at any depth, a float
+    // initializer (a Variable). A Pad there in reflect or edge mode has no grad
+    // op: "PopART does not support PadGradOp when mode is not constant"
+    // (willow/src/op/pad.cpp:112-121).
+    std::unordered_set<const ir::Value*> trained;
+    for (const auto& init : model.graph().initializers())
+      if (!init.value->isGraphInput() && isFloat(init.tensor->dataType())) trained.insert(init.value);
+    for (const auto& n : model.graph().nodes()) {
+      bool reads = false;
+      for (const ir::Value* in : n->inputs()) reads |= in && trained.count(in);
+      if (!reads) continue;
+      for (const ir::Value* out : n->outputs())
+        if (out) trained.insert(out);
+      std::string padMode = n->attribute("mode") ? n->attribute("mode")->proto().s() : "constant";
+      if (ir::isDefaultDomain(n->domain()) && n->opType() == "Pad" && padMode != "constant" && n->input(0) &&
+          trained.count(n->input(0)))
+        findings.push_back({"pad-mode-training", ir::nodeLabel(*n),
+                            "mode '" + padMode +
+                                "' on a path a gradient flows through; PopART has no gradient for Pad in a mode other "
+                                "than constant (willow/src/op/pad.cpp:112-121)"});
+    }
     // A training session makes every ONNX initializer a Variable
     // (willow/src/ir.cpp:2329-2350; only an inference session with
     // constantWeights makes Constants) and grows an update for it, which
@@ -87,9 +109,9 @@ std::vector<Finding> checkSession(const ir::Model& model, SessionMode mode) {
 }
 
 const std::vector<std::string>& sessionFindingClasses() {
-  static const std::vector<std::string> classes = {"batchnorm-rank", "maxpool-storage-order",
-                                                   "averagepool-count-include-pad", "pipeline-one-ipu",
-                                                   "training-integer-variable"};
+  static const std::vector<std::string> classes = {
+      "batchnorm-rank",   "maxpool-storage-order", "averagepool-count-include-pad",
+      "pipeline-one-ipu", "pad-mode-training",     "training-integer-variable"};
   return classes;
 }
 
