@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "io/loader.h"
+#include "ort.h"
 #include "support.h"
 #include "target/popart/check.h"
 #include "target/popart/session.h"
@@ -61,7 +62,7 @@ main (float[2,3] X) => (float[2,3] Y) <int64[2] ids = {0, 1}, float[4,3] table =
 )";
   CHECK(classes(text, false).empty());
   CHECK(classes(text, true) == std::vector<std::string>{"training-integer-variable @ initializer 'ids'"});
-  CHECK(popart::sessionFindingClasses().size() == 6);
+  CHECK(popart::sessionFindingClasses().size() == 7);
 }
 
 TEST_CASE("popart session: pipeline stages on one IPU", "[popart]") {
@@ -100,4 +101,54 @@ TEST_CASE("popart session: reflect Pad where a gradient flows, in training only"
   CHECK(classes(pad("reflect", true), false).empty());  // inference: no gradient
   CHECK(classes(pad("constant", true), true).empty());
   CHECK(classes(pad("reflect", false), true).empty());  // on the graph input: nothing to differentiate
+}
+
+TEST_CASE("popart session: a graph input read on two IPUs while pipelining", "[popart]") {
+  auto placed = [](int ipu1) {
+    return "<ir_version: 6, opset_import: [\"\" : 11]>\nmain (float[2,3] X) => (float[2,3] Y) {\n"
+           "  A = Relu <__pipeline_stage: int = 0, __ipu_number: int = 0> (X)\n"
+           "  Y = Add <__pipeline_stage: int = 1, __ipu_number: int = " +
+           std::to_string(ipu1) + "> (A, X)\n}\n";
+  };
+  CHECK(classes(placed(1)) == std::vector<std::string>{"input-ipus @ graph input 'X'"});
+  CHECK(classes(placed(0)) == std::vector<std::string>{"pipeline-one-ipu @ model"});
+}
+
+TEST_CASE("place routes a graph input read on two IPUs through one Identity", "[popart][place]") {
+  test::TempDir dir;
+  test::writeProto(test::parseModel(R"(
+<ir_version: 6, opset_import: ["" : 11]>
+main (float[2,3] X) => (float[2,3] Y) {
+  A = Relu(X)
+  Y = Add(A, X)
+}
+)"),
+                   dir / "m.onnx");
+  auto out = dir / "out.onnx";
+  auto r = test::run(test::graphrwBin() + " place '" + (dir / "m.onnx").string() +
+                     "' --stage op_type=Relu --stage op_type=Add --ipus 0,1 -o '" + out.string() + "' --report '" +
+                     (dir / "report.json").string() + "'");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto m = test::readProto(out);
+  size_t readers = 0;
+  for (const auto& n : m.graph().node())
+    for (const auto& in : n.input())
+      if (in == "X") {
+        ++readers;
+        CHECK(n.op_type() == "Identity");
+      }
+  CHECK(readers == 1);
+  auto report = nlohmann::json::parse(test::readFile(dir / "report.json"));
+  CHECK(report["passes"][0]["inputs_routed"] == 1);
+  auto check = test::run(test::graphrwBin() + " validate --target popart '" + out.string() + "'");
+  INFO(check.out);
+  CHECK(check.status == 0);
+  CHECK(test::ortCompare(dir / "m.onnx", out)["ok"] == true);
+  // Again on its output: nothing changes.
+  auto again = dir / "again.onnx";
+  REQUIRE(test::run(test::graphrwBin() + " place '" + out.string() +
+                    "' --stage op_type=Relu --stage op_type=Add --ipus 0,1 -o '" + again.string() + "'")
+              .status == 0);
+  CHECK(test::readFile(again) == test::readFile(out));
 }

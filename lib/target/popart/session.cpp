@@ -61,6 +61,25 @@ std::vector<Finding> checkSession(const ir::Model& model, SessionMode mode) {
     if (auto s = placementValue(*n, kPipelineStage)) stages.insert(*s);
     if (auto i = placementValue(*n, kIpuNumber)) ipus.insert(*i);
   }
+  // While pipelining, a graph input (a stream tensor) is read on one IPU only: "For pipelining, stream tensors
+  // can only be streamed directly onto a single IPU" (willow/src/transforms/pipeline.cpp:1363-1376).
+  if (stages.size() > 1)
+    for (const auto& in : model.graph().inputs()) {
+      const ir::Value* v = in.value;
+      if (v->isInitializer()) continue;
+      std::set<int64_t> on;
+      for (const auto& u : v->uses())
+        if (u.node->graph() == &model.graph())
+          if (auto i = placementValue(*u.node, kIpuNumber)) on.insert(*i);
+      if (on.size() > 1) {
+        std::string list;
+        for (int64_t i : on) list += (list.empty() ? "" : ", ") + std::to_string(i);
+        findings.push_back({"input-ipus", "graph input '" + v->name() + "'",
+                            "read on IPUs " + list +
+                                " while pipelining; PopART streams a graph input onto one IPU only "
+                                "(willow/src/transforms/pipeline.cpp:1363-1376): read it on one IPU and pass it on"});
+      }
+    }
   if (stages.size() > 1 && ipus.size() <= 1)
     findings.push_back({"pipeline-one-ipu", "model",
                         std::to_string(stages.size()) + " pipeline stages on " +
@@ -110,7 +129,7 @@ std::vector<Finding> checkSession(const ir::Model& model, SessionMode mode) {
 
 const std::vector<std::string>& sessionFindingClasses() {
   static const std::vector<std::string> classes = {
-      "batchnorm-rank",   "maxpool-storage-order", "averagepool-count-include-pad",
+      "batchnorm-rank",   "maxpool-storage-order", "averagepool-count-include-pad", "input-ipus",
       "pipeline-one-ipu", "pad-mode-training",     "training-integer-variable"};
   return classes;
 }

@@ -81,6 +81,10 @@ class PlaceRun {
       perIpu[ipu]++;
       written += place(n, s, ipu);
     }
+    if (options_.pipeline && staged) {
+      size_t routed = routeInputs(g, stage, ipus, written);
+      if (routed) context.details["inputs_routed"] = routed;
+    }
     nlohmann::json byStage = nlohmann::json::object(), byIpu = nlohmann::json::object();
     for (const auto& [s, c] : perStage) byStage[std::to_string(s)] = c;
     for (const auto& [i, c] : perIpu) byIpu[std::to_string(i)] = c;
@@ -92,6 +96,37 @@ class PlaceRun {
   }
 
  private:
+  // While pipelining PopART streams a graph input onto one IPU only
+  // (willow/src/transforms/pipeline.cpp:1363-1376): an input read on several
+  // IPUs is read by one Identity, on the earliest stage reading it, whose
+  // output the readers take instead (an activation, which PopART copies
+  // between IPUs). Returns how many inputs were routed.
+  size_t routeInputs(Graph& g, const StageMap& stage, const std::vector<int64_t>& ipus, size_t& written) {
+    size_t routed = 0;
+    std::vector<Value*> inputs;
+    for (const auto& in : g.inputs())
+      if (!in.value->isInitializer()) inputs.push_back(in.value);
+    for (Value* v : inputs) {
+      std::vector<Use> readers;
+      std::set<int64_t> on;
+      size_t first = SIZE_MAX;
+      for (const Use& u : v->uses())
+        if (u.node->graph() == &g) {
+          readers.push_back(u);
+          size_t s = stage.at(u.node);
+          on.insert(ipus[s]);
+          first = std::min(first, s);
+        }
+      if (on.size() < 2) continue;
+      Node* id = rw_.createNode(g, g.nodes().front().get(),
+                                {v->name().str() + "/stream", "Identity", "", {v}, {v->name().str() + "/stream"}});
+      for (const Use& u : readers) rw_.setInput(u.node, static_cast<size_t>(u.index), id->output(0));
+      written += place(id, first, ipus[first]);
+      ++routed;
+    }
+    return routed;
+  }
+
   // Stages by selectors: stage i holds what its selectors match, every other node follows its data.
   void selectStages(Graph& g, const std::vector<Node*>& nodes, StageMap& stage) {
     // Stage i holds what its selectors match; a node two stages match is an error.
