@@ -14,10 +14,10 @@ object is not built; otherwise the compiler runs as given.
 
   seal.py [LAUNCHER...] COMPILER ARGS...
 
-Only the source being compiled is read (headers of the sealed layers are
-checked when their own sources compile: each includes its header). `#if
-PROBE == N` blocks (tests/arch/ir_edit_probe.cpp) are read for the PROBE the
-command defines."""
+The source being compiled is read, and the headers beside it (every header
+of a sealed layer sits in a folder with sources, so each is read when they
+compile). `#if PROBE == N` blocks (tests/arch/ir_edit_probe.cpp) are read for
+the PROBE the command defines."""
 import os, re, sys
 
 KEYWORDS = r"(private|protected|public|class|struct|const|mutable|friend|operator|this)"
@@ -113,13 +113,16 @@ def main(argv):
         if m:
             probe = m.group(1)
     if source and source.endswith((".cpp", ".cc")) and os.path.isfile(source):
-        with open(source, errors="replace") as f:
-            lines = active(code_lines(f.read()), probe)
+        folder = os.path.dirname(source)
+        headers = sorted(os.path.join(folder, h) for h in os.listdir(folder) if h.endswith(".h"))
         errors = []
-        for lineno, line in enumerate(lines, 1):
-            for pattern, why in RULES:
-                if pattern.search(line):
-                    errors.append(f"{source}:{lineno}: error: {why} [graphrw-seal]")
+        for path in [source] + headers:
+            with open(path, errors="replace") as f:
+                lines = active(code_lines(f.read()), probe)
+            for lineno, line in enumerate(lines, 1):
+                for pattern, why in RULES:
+                    if pattern.search(line):
+                        errors.append(f"{path}:{lineno}: error: {why} [graphrw-seal]")
         if errors:
             sys.stderr.write("\n".join(errors) + "\n")
             return 1

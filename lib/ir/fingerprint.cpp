@@ -163,36 +163,34 @@ uint64_t fingerprint(const Model& model) {
 
 PartFingerprints partFingerprints(const Model& model) {
   Hasher ir, opsets, inits, outs, ins, infosH, fns, docs;
-  ir.u64(static_cast<uint64_t>(model.irVersion()));
-  for (const auto& [domain, version] : model.opsetImports()) {
-    opsets.str(domain);
-    opsets.u64(static_cast<uint64_t>(version));
-  }
-  docs.str(model.residual().doc_string());
-  auto graphParts = [&](const Graph& g) {
-    inits.u64(g.initializers().size());
-    for (const Initializer& i : g.initializers()) {
-      inits.str(i.value->name());
-      tensor(inits, *i.tensor);
-    }
-    inits.u64(g.sparseInitializers().size());
-    for (const SparseInitializer& s : g.sparseInitializers()) {
-      inits.str(s.value->name());
-      inits.message(s.proto);
-    }
-    infos(infosH, g.valueInfo());
-    docs.str(g.residual().doc_string());
-  };
-  graphParts(model.graph());
-  infos(outs, model.graph().outputs());
-  infos(ins, model.graph().inputs());
-  fns.u64(model.functions().size());
-  for (const auto& f : model.functions()) {
-    fns.str(f->key().str());
-    for (const auto& [domain, version] : f->opsetImports()) {
+  auto imports = [&](const std::map<std::string, int64_t>& list) {
+    for (const auto& [domain, version] : list) {
       opsets.str(domain);
       opsets.u64(static_cast<uint64_t>(version));
     }
+  };
+  const Graph& g = model.graph();
+  ir.u64(static_cast<uint64_t>(model.irVersion()));
+  imports(model.opsetImports());
+  docs.str(model.residual().doc_string());
+  docs.str(g.residual().doc_string());
+  inits.u64(g.initializers().size());
+  for (const Initializer& i : g.initializers()) {
+    inits.str(i.value->name());
+    tensor(inits, *i.tensor);
+  }
+  inits.u64(g.sparseInitializers().size());
+  for (const SparseInitializer& s : g.sparseInitializers()) {
+    inits.str(s.value->name());
+    inits.message(s.proto);
+  }
+  infos(infosH, g.valueInfo());
+  infos(outs, g.outputs());
+  infos(ins, g.inputs());
+  fns.u64(model.functions().size());
+  for (const auto& f : model.functions()) {
+    fns.str(f->key().str());
+    imports(f->opsetImports());
     docs.str(f->residual().doc_string());
   }
   return {ir.value(),  opsets.value(), inits.value(), outs.value(),

@@ -9,11 +9,7 @@ Node* Rewriter::initializerToConstant(Value* v) {
   Graph& g = *v->graph();
   if (!v->isInitializer() || v->isGraphInput())
     fail(ExitCode::Internal, "initializerToConstant: '" + v->name() + "' is not an initializer of its graph alone");
-  onnx::TypeProto type;
-  auto* tensorType = type.mutable_tensor_type();
-  tensorType->set_elem_type(v->initializer()->dataType());
-  for (int64_t d : v->initializer()->dims()) tensorType->mutable_shape()->add_dim()->set_dim_value(d);
-  if (!v->type()) setType(v, type);  // known from the initializer until now: an annotation, not written
+  // v keeps its known type: Graph::addInitializer gave it the tensor's when it had none.
   std::unique_ptr<Tensor> tensor = std::move(g.initializers_[v->initializerIndex_].tensor);
   g.removeInitializer(v);
   counts_.initializersRemoved++;

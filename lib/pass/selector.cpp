@@ -154,19 +154,17 @@ bool Selector::matches(const ir::Node& node) const {
     bool both = ir::isDefaultDomain(*domain) && ir::isDefaultDomain(node.domain());
     if (!both && node.domain() != *domain) return false;
   }
-  if (name && !globMatch(*name, node.name().c_str(), true)) return false;
-  if (compiledRegex && !std::regex_match(node.name().c_str(), *compiledRegex)) return false;
-  if (scope && !scopeOf(node.name())) return false;
-  return true;
+  return namePartsMatch(node.name().c_str());
 }
 
-bool Selector::matchesName(const std::string& text) const {
-  if (opType || domain) return false;
-  if (name && !globMatch(*name, text.c_str(), true)) return false;
-  if (compiledRegex && !std::regex_match(text.c_str(), *compiledRegex)) return false;
+bool Selector::namePartsMatch(const char* text) const {
+  if (name && !globMatch(*name, text, true)) return false;
+  if (compiledRegex && !std::regex_match(text, *compiledRegex)) return false;
   if (scope && !scopeOf(text)) return false;
   return true;
 }
+
+bool Selector::matchesName(const std::string& text) const { return !opType && !domain && namePartsMatch(text.c_str()); }
 
 bool Selector::empty() const {
   for (const auto& [key, member] : kKeys)

@@ -41,6 +41,10 @@ struct Selector {
   // The rule-file form: {"op_type": "Relu", ...}.
   nlohmann::json toJson() const;
   bool empty() const;
+
+ private:
+  // name, name_regex and scope against a name.
+  bool namePartsMatch(const char* text) const;
 };
 
 struct SelectorSet {

@@ -220,6 +220,11 @@ const ir::Node* mainGraphNode(const ir::Node* n) {
 
 bool isCall(const ir::Node& n) { return n.domain() == kGraphcoreDomain && n.opType() == kCallOp; }
 
+bool isFloatingPoint(int32_t dataType) {
+  using TP = onnx::TensorProto;
+  return dataType == TP::FLOAT || dataType == TP::FLOAT16 || dataType == TP::BFLOAT16 || dataType == TP::DOUBLE;
+}
+
 size_t fillPlacement(ir::Rewriter& rw, ir::Graph& g) {
   size_t filled = 0;
   for (const char* key : kPlacementAttributes) {

@@ -60,6 +60,9 @@ constexpr const char* kGraphcoreDomain = "ai.graphcore";
 constexpr const char* kCallOp = "Call";
 constexpr const char* kCalleeAttribute = "callee";
 bool isCall(const ir::Node& n);
+// Whether a tensor type is floating point (FLOAT, FLOAT16, BFLOAT16, DOUBLE):
+// the Variables a training session can update (willow/src/ir.cpp:3080-3083).
+bool isFloatingPoint(int32_t dataType);
 // For each placement attribute some node of `g` has: the nodes lacking it take
 // their producers' (the latest pipeline stage among them), else their first
 // consumer's; nodes PopART folds at import and nodes computing only from

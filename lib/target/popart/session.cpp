@@ -12,17 +12,6 @@ namespace graphrw::popart {
 
 namespace {
 
-bool isFloat(int32_t type) {
-  using TP = onnx::TensorProto;
-  return type == TP::FLOAT || type == TP::FLOAT16 || type == TP::BFLOAT16 || type == TP::DOUBLE;
-}
-
-std::string typeName(int32_t type) {
-  return onnx::TensorProto_DataType_IsValid(type)
-             ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(type))
-             : std::to_string(type);
-}
-
 // Refusals of an op's setup, in any session.
 void checkOps(const ir::Graph& g, std::vector<Finding>& findings) {
   for (const auto& n : g.nodes()) {
@@ -92,7 +81,7 @@ std::vector<Finding> checkSession(const ir::Model& model, SessionMode mode) {
     // (willow/src/op/pad.cpp:112-121).
     std::unordered_set<const ir::Value*> trained;
     for (const auto& init : model.graph().initializers())
-      if (!init.value->isGraphInput() && isFloat(init.tensor->dataType())) trained.insert(init.value);
+      if (!init.value->isGraphInput() && isFloatingPoint(init.tensor->dataType())) trained.insert(init.value);
     for (const auto& n : model.graph().nodes()) {
       bool reads = false;
       for (const ir::Value* in : n->inputs()) reads |= in && trained.count(in);
@@ -116,9 +105,9 @@ std::vector<Finding> checkSession(const ir::Model& model, SessionMode mode) {
       const ir::Value* v = init.value;
       if (v->isGraphInput() || (v->uses().empty() && v->graphOutputCount() == 0)) continue;
       int32_t type = init.tensor->dataType();
-      if (isFloat(type)) continue;
+      if (isFloatingPoint(type)) continue;
       findings.push_back({"training-integer-variable", "initializer '" + v->name() + "'",
-                          "a " + typeName(type) +
+                          "an " + std::string(ir::dataTypeName(type)) +
                               " initializer is a Variable in a PopART training session, which refuses to update "
                               "one that is not floating point (willow/src/ir.cpp:3080-3083); graphrw legalize "
                               "makes it a Constant"});

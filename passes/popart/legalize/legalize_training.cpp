@@ -7,6 +7,7 @@
 #include "fold/fold.h"
 #include "support/error.h"
 #include "support/text_file.h"
+#include "target/popart/popart.h"
 
 namespace graphrw::passes::legalize_detail {
 
@@ -186,11 +187,6 @@ std::set<std::string> readParameterNames(const std::string& file) {
 
 namespace {
 
-bool isFloat(int32_t type) {
-  using TP = onnx::TensorProto;
-  return type == TP::FLOAT || type == TP::FLOAT16 || type == TP::BFLOAT16 || type == TP::DOUBLE;
-}
-
 // BatchNormalization's running mean and variance: statistics, not parameters.
 bool runningStatistic(const Value& v) {
   for (const auto& u : v.uses())
@@ -214,7 +210,7 @@ MadeConstant constantBuffers(Rewriter& rw, Model& model, const std::set<std::str
   for (const auto& init : g.initializers()) {
     Value* v = init.value;
     if (v->isGraphInput() || !isRead(v)) continue;
-    bool floating = isFloat(init.tensor->dataType());
+    bool floating = popart::isFloatingPoint(init.tensor->dataType());
     if (floating && (!parameters || parameters->count(v->name().str()) || runningStatistic(*v))) continue;
     buffers.push_back(v);
     (floating ? made.floating : made.integer).push_back(v->name().str());
@@ -228,7 +224,8 @@ std::vector<std::string> freezeParameters(Rewriter& rw, Model& model, const Sele
   std::vector<bool> used(frozen.any.size(), false);
   for (const auto& init : model.graph().initializers()) {
     Value* v = init.value;
-    if (v->isGraphInput() || !isRead(v) || !isFloat(init.tensor->dataType()) || runningStatistic(*v)) continue;
+    if (v->isGraphInput() || !isRead(v) || !popart::isFloatingPoint(init.tensor->dataType()) || runningStatistic(*v))
+      continue;
     bool hit = false;
     for (size_t i = 0; i < frozen.any.size(); ++i)
       if (frozen.any[i].matchesName(v->name().str())) used[i] = hit = true;
